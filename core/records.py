@@ -1,0 +1,150 @@
+"""Frozen records passed between the pipeline stages and to the chat adapters.
+
+Boxes are normalized (x0, y0, x1, y1) in 0..1 with the origin at the top-left of the rendered
+page. Page numbers are 1-based.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Box = tuple[float, float, float, float]
+
+SHARED_SCOPE = "shared"  # documents indexed with the CLI: the operator's collection
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    box: Box
+    line: int  # words with the same line number form one printed line
+    source: Literal["text", "ocr"] = "text"
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str  # first 16 hex digits of the source's sha256
+    title: str
+    file_name: str
+    sha256: str
+    page_count: int
+    scope: str = SHARED_SCOPE
+    source: str = ""  # path or URL it came from
+
+
+@dataclass(frozen=True)
+class Page:
+    doc_id: str
+    page: int  # 1-based
+    content_hash: str  # sha256 of the rendered pixels and render settings
+    width_pt: float
+    height_pt: float
+    words: tuple[Word, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.doc_id, self.page)
+
+    @property
+    def text(self) -> str:
+        lines: dict[int, list[str]] = {}
+        for w in self.words:
+            lines.setdefault(w.line, []).append(w.text)
+        return "\n".join(" ".join(ws) for _, ws in sorted(lines.items()))
+
+
+@dataclass(frozen=True)
+class QueryImage:
+    data: bytes
+    mime_type: str
+    name: str = "screenshot"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved page."""
+    doc_id: str
+    title: str
+    page: int
+    score: float
+    image_path: str  # the rendered page JPEG
+
+
+@dataclass(frozen=True)
+class Highlight:
+    kind: Literal["exact", "approximate"]
+    box: Box
+    pdf_rect: tuple[float, float, float, float] | None = None  # PDF points, top-left origin
+
+
+@dataclass(frozen=True)
+class Citation:
+    doc_id: str
+    title: str
+    page: int
+    quote: str
+    highlight: Highlight | None = None
+    preview_path: str | None = None
+    crop_path: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.title}, p. {self.page}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One earlier question and answer of a thread."""
+    question: str
+    answer: str
+    interpreted: str = ""
+    cited: tuple[tuple[str, int], ...] = ()  # (doc_id, page)
+
+
+@dataclass(frozen=True)
+class Turn:
+    question: str
+    images: tuple[QueryImage, ...] = ()
+    scope: str = SHARED_SCOPE  # tenant: "shared", "slack:T123", "discord:G456"
+    thread: str = ""  # opaque thread reference, for logs
+    history: tuple[Exchange, ...] = ()  # oldest first
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    interpreted_question: str
+    markdown: str
+    hits: tuple[Hit, ...] = ()
+    citations: tuple[Citation, ...] = ()
+    limitations: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # soft failures and dropped citations, shown to the user
+    topic: str = "other"
+    clarifying_question: str | None = None
+    backend: str = "local"
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def changed_question(self) -> bool:
+        return self.interpreted_question.strip() != self.question.strip()
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    documents: tuple[Document, ...]
+    pages_total: int
+    pages_embedded: int  # pages whose vectors were computed in this build
+    pages_reused: int  # pages whose vectors came from the previous snapshot
+    snapshot: str
+    skipped: tuple[str, ...] = ()  # messages about inputs that were refused
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str  # "render", "ocr", "embed", "publish"
+    done: int
+    total: int
+    document: str = ""
