@@ -1,0 +1,259 @@
+"""A loopback fake of the Gemini REST API (aiohttp.web on 127.0.0.1, a free port) for offline tests.
+
+Start it and point Settings at it:
+
+    async with FakeGemini() as fake:
+        settings = fake.settings(embedding_dim=256)   # backend="gemini", key and base URL set
+        backend = gemini_backend(settings)
+
+It answers `POST /{v1|v1beta}/models/{model}:batchEmbedContents` and `:generateContent`, accepting
+camelCase and snake_case bodies, and replies with API-shaped JSON.
+
+Embeddings are deterministic and meaningful (see `embed_content`): a hashed bag of words over the
+text parts, plus one hashed token per image (its sha256) and, optionally, words the test says
+the image shows (`describe_image`). A page is embedded with the text "title, page N", so a
+query naming the same words — or attaching the same image bytes — retrieves that page. The
+query task prefix "task: … | query:" is stripped before hashing.
+
+generateContent replies, in order of precedence: the `replies` queue (a str is sent as the
+model's text, a dict as JSON text, a `Raw` as the whole response body), then `handler(body)`,
+then a default that follows the request's response schema: a context-resolver answer
+(standalone_question = the latest question) or a reader answer citing P1 with its label as quote.
+
+Knobs: `latency` (seconds per request), `script(endpoint, 429, 500, Hang(5))` (one step per
+request, then normal service), `fail_always` (a status for every request), and the records
+`requests` (Counter per endpoint), `embed_sizes` (contents per embed request), `bodies` (every
+received request), `max_in_flight`.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import re
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from aiohttp import web
+
+from core.config import Settings
+
+EMBED = "batchEmbedContents"
+GENERATE = "generateContent"
+DEFAULT_DIM = 3072
+API_KEY = "fake-test-key"
+STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE",
+                503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+TASK_PREFIX = re.compile(r"^\s*(task:[^|]*\|\s*query:|title:[^|]*\|\s*text:)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Hang:
+    """A script step: answer only after `seconds` (longer than the client's timeout)."""
+    seconds: float = 30.0
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply sent as the whole generateContent response body (e.g. a blocked prompt)."""
+    body: dict
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class Received:
+    endpoint: str  # EMBED or GENERATE
+    model: str
+    version: str  # "v1" or "v1beta"
+    body: dict
+
+
+def pick(d: dict, *names: str, default: Any = None) -> Any:
+    """The first of `names` present in `d` (the SDK sends camelCase or snake_case)."""
+    for name in names:
+        if name in d:
+            return d[name]
+    return default
+
+
+def decode_b64(data: str) -> bytes:
+    data = data.replace("-", "+").replace("_", "/")
+    return base64.b64decode(data + "=" * (-len(data) % 4))
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", TASK_PREFIX.sub("", text).lower())
+
+
+def content_parts(content: dict) -> tuple[list[str], list[bytes]]:
+    """The texts and the decoded inline images of one Content."""
+    texts, images = [], []
+    for part in content.get("parts") or []:
+        if "text" in part:
+            texts.append(part["text"])
+        blob = pick(part, "inline_data", "inlineData")
+        if blob:
+            images.append(decode_b64(blob["data"]))
+    return texts, images
+
+
+def hashed_vector(tokens: list[str], dim: int) -> list[float]:
+    """Each token adds ±1 at two hashed positions; the sum is L2-normalized."""
+    v = np.zeros(dim, dtype=np.float64)
+    for token in tokens or ["<empty>"]:
+        h = hashlib.blake2b(token.encode(), digest_size=16).digest()
+        for k in (0, 8):
+            n = int.from_bytes(h[k:k + 8], "little")
+            v[n % dim] += 1.0 if (n >> 63) & 1 else -1.0
+    if not v.any():  # every token cancelled out: still a valid vector
+        v[0] = 1.0
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def embed_content(content: dict, dim: int, describe_image: Callable[[bytes], str] | None = None) -> list[float]:
+    """The fake embedding of one Content: words of its texts, one token per image, described words."""
+    texts, images = content_parts(content)
+    tokens = [w for t in texts for w in words(t)]
+    for data in images:
+        tokens.append("image:" + hashlib.sha256(data).hexdigest())
+        if describe_image:
+            tokens += words(describe_image(data))
+    return hashed_vector(tokens, dim)
+
+
+def error_response(code: int, message: str) -> web.Response:
+    status = STATUS_NAMES.get(code, "UNKNOWN")
+    return web.json_response({"error": {"code": code, "status": status, "message": message}}, status=code)
+
+
+def model_response(text: str) -> dict:
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 10, "totalTokenCount": 20},
+        "modelVersion": "fake",
+    }
+
+
+def default_reply(body: dict) -> dict:
+    """A valid structured answer for the schema the request asked for."""
+    texts = [t for c in body.get("contents") or [] for t in content_parts(c)[0]]
+    prompt = "\n".join(texts)
+    config = pick(body, "generationConfig", "generation_config", default={})
+    schema = pick(config, "responseJsonSchema", "response_json_schema", "responseSchema", "response_schema", default={})
+    if "standalone_question" in (schema.get("properties") or {}):
+        latest = prompt.rsplit("Latest question:", 1)[-1].strip()
+        return {"standalone_question": latest, "needs_clarification": False, "clarifying_question": ""}
+    label = re.search(r"Page P1: (.+)", prompt)
+    citations = [{"page_ref": "P1", "quote": label.group(1).strip(), "box_2d": [100, 100, 200, 500]}] if label else []
+    answer = "The answer is on page P1." if label else "The attached pages do not contain the answer."
+    return {"answer": answer, "citations": citations, "limitations": [], "topic": "other"}
+
+
+class FakeGemini:
+    def __init__(self, *, latency: float = 0.0):
+        self.latency = latency
+        self.fail_always: int | None = None
+        self.steps: dict[str, deque] = {EMBED: deque(), GENERATE: deque()}
+        self.replies: deque[str | dict | Raw] = deque()
+        self.handler: Callable[[dict], str | dict | Raw] | None = None
+        self.describe_image: Callable[[bytes], str] | None = None
+        self.requests: Counter[str] = Counter()
+        self.embed_sizes: list[int] = []
+        self.bodies: list[Received] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self) -> "FakeGemini":
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/{version}/models/{call}", self._handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # port 0: ask the socket which one it got
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def close(self) -> None:
+        self._closing.set()  # ends pending hangs so shutdown is quick
+        if self._runner:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> "FakeGemini":
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def settings(self, base: Settings | None = None, **changes) -> Settings:
+        """Settings for the gemini backend pointed at this fake."""
+        return (base or Settings()).with_(
+            backend="gemini", gemini_api_key=API_KEY, gemini_base_url=self.url, **changes
+        )
+
+    # -- knobs ----------------------------------------------------------------------------------
+    def script(self, endpoint: str, *steps: int | Hang) -> None:
+        """Queue one step per coming request to `endpoint`: an int answers that HTTP error."""
+        self.steps[endpoint].extend(steps)
+
+    def generate_bodies(self) -> list[dict]:
+        return [r.body for r in self.bodies if r.endpoint == GENERATE]
+
+    # -- serving --------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        model, _, endpoint = request.match_info["call"].rpartition(":")
+        version = request.match_info["version"]
+        if version not in ("v1", "v1beta") or endpoint not in (EMBED, GENERATE):
+            return error_response(404, f"Unknown method {request.path}")
+        if request.headers.get("x-goog-api-key") != API_KEY:
+            return error_response(401, "API key not valid. Please pass a valid API key.")
+        body = await request.json()
+        self.requests[endpoint] += 1
+        self.bodies.append(Received(endpoint, model, version, body))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            step = self.steps[endpoint].popleft() if self.steps[endpoint] else None
+            if isinstance(step, Hang):
+                await self._sleep(step.seconds)
+            elif step is not None:
+                return error_response(step, f"Scripted failure {step}.")
+            if self.fail_always is not None:
+                return error_response(self.fail_always, f"Persistent failure {self.fail_always}.")
+            if self.latency:
+                await self._sleep(self.latency)
+            return self._embed(body) if endpoint == EMBED else self._generate(body)
+        finally:
+            self.in_flight -= 1
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._closing.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    def _embed(self, body: dict) -> web.Response:
+        requests = body.get("requests") or []
+        self.embed_sizes.append(len(requests))
+        out = []
+        for req in requests:
+            dim = pick(req, "outputDimensionality", "output_dimensionality")
+            dim = dim or pick(pick(req, "config", default={}), "outputDimensionality", "output_dimensionality") or DEFAULT_DIM
+            out.append({"values": embed_content(req.get("content") or {}, int(dim), self.describe_image)})
+        return web.json_response({"embeddings": out})
+
+    def _generate(self, body: dict) -> web.Response:
+        reply = self.replies.popleft() if self.replies else (self.handler or default_reply)(body)
+        if isinstance(reply, Raw):
+            return web.json_response(reply.body, status=reply.status)
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return web.json_response(model_response(text))
