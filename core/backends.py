@@ -79,7 +79,7 @@ class Backend:
     reader: Reader
     resolver: ContextResolver
     lexical: bool  # fuse BM25 over page words with the dense ranking
-    ocr_queries: bool  # read screenshot queries with OCR (the embedder cannot see pixels)
+    ocr_queries: bool  # read pages' image regions and screenshot queries with OCR (the embedder sees no pixels)
 
     def check_index(self, built_with: dict) -> None:
         """Refuse an index built by another backend, model or dimension."""
@@ -97,9 +97,12 @@ class Backend:
 def make_backend(settings: Settings, name: str | None = None) -> Backend:
     name = name or settings.backend
     if name == "local":
-        from .local import local_backend
+        from .context import HeuristicResolver
+        from .embedders import LocalEmbedder
+        from .readers import ExtractiveReader
 
-        return local_backend(settings)
+        resolver = HeuristicResolver(settings.history_exchanges, settings.history_chars)
+        return Backend("local", LocalEmbedder(), ExtractiveReader(), resolver, lexical=True, ocr_queries=True)
     if name == "gemini":
         from .gemini import gemini_backend
 

@@ -1,0 +1,111 @@
+"""Citations: find a quote among a page's words, then draw page previews and highlight crops.
+
+exact       — the quote was found among the page's text-layer or OCR words; the box is theirs.
+approximate — only the reader's estimated region is known; drawn dashed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from .records import Box, Citation, Highlight, Page
+from .text import tokens
+
+MIN_MATCH = 0.8  # share of the quote's tokens that must be found, in order
+PREVIEW_WIDTH = 1100
+CROP_MARGIN = 0.06  # context kept around a highlight, as a share of the page
+SOLID, DASH = (230, 40, 40), (245, 140, 0)
+
+
+def locate(quote: str, page: Page) -> Box | None:
+    """Box of the word sequence that best matches the quote, or None when it is not on the page."""
+    want = tokens(quote)[:40]
+    if not want:
+        return None
+    flat = [(t, i) for i, w in enumerate(page.words) for t in tokens(w.text)]
+    best, best_span = 0.0, None
+    for start, (tok, _) in enumerate(flat):
+        if tok != want[0] and not (len(want) > 1 and tok == want[1]):
+            continue
+        matched, j, span = 0, start, []
+        for token in want:
+            # allow a couple of stray tokens between quote words (hyphenation, OCR noise)
+            for k in range(j, min(j + 3, len(flat))):
+                if flat[k][0] == token:
+                    matched += 1
+                    span.append(flat[k][1])
+                    j = k + 1
+                    break
+        score = matched / len(want)
+        if score > best:
+            best, best_span = score, span
+            if score == 1.0:
+                break
+    if best < MIN_MATCH or not best_span:
+        return None
+    words = page.words[min(best_span):max(best_span) + 1]
+    return (min(w.box[0] for w in words), min(w.box[1] for w in words),
+            max(w.box[2] for w in words), max(w.box[3] for w in words))
+
+
+def highlight(quote: str, page: Page, estimated: Box | None) -> Highlight | None:
+    box = locate(quote, page)
+    if box is not None:
+        x0, y0, x1, y1 = box
+        rect = (x0 * page.width_pt, y0 * page.height_pt, x1 * page.width_pt, y1 * page.height_pt)
+        return Highlight("exact", box, rect)
+    if estimated is not None:
+        return Highlight("approximate", estimated)
+    return None
+
+
+def _draw_box(draw: ImageDraw.ImageDraw, rect: tuple[float, float, float, float], kind: str, width: int) -> None:
+    if kind == "exact":
+        draw.rectangle(rect, outline=SOLID, width=width)
+        return
+    x0, y0, x1, y1 = rect
+    dash = width * 4
+    for edge in ((x0, y0, x1, y0), (x0, y1, x1, y1), (x0, y0, x0, y1), (x1, y0, x1, y1)):
+        ex0, ey0, ex1, ey1 = edge
+        length = max(abs(ex1 - ex0), abs(ey1 - ey0))
+        steps = int(length // (2 * dash)) + 1
+        for s in range(steps):
+            a, b = s * 2 * dash / max(length, 1), min(1.0, (s * 2 * dash + dash) / max(length, 1))
+            draw.line((ex0 + (ex1 - ex0) * a, ey0 + (ey1 - ey0) * a, ex0 + (ex1 - ex0) * b, ey0 + (ey1 - ey0) * b),
+                      fill=DASH, width=width)
+
+
+def _pad(box: Box) -> Box:
+    x0, y0, x1, y1 = box
+    return (x0 - 0.004, y0 - 0.003, x1 + 0.004, y1 + 0.003)
+
+
+def write_images(citation: Citation, page_image: Path, out_dir: Path, stem: str) -> Citation:
+    """Write the page preview (and a crop when there is a highlight); return the citation with paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with Image.open(page_image) as img:
+        page = img.convert("RGB")
+    w, h = page.size
+    hl = citation.highlight
+    if hl is not None:
+        x0, y0, x1, y1 = _pad(hl.box)
+        marked = page.copy()
+        _draw_box(ImageDraw.Draw(marked), (x0 * w, y0 * h, x1 * w, y1 * h), hl.kind, max(3, w // 400))
+    else:
+        marked = page
+    preview = marked.copy()
+    preview.thumbnail((PREVIEW_WIDTH, PREVIEW_WIDTH * 2))
+    preview_path = out_dir / f"{stem}-page.jpg"
+    preview.save(preview_path, "JPEG", quality=85)
+    crop_path = None
+    if hl is not None:
+        x0, y0, x1, y1 = hl.box
+        # keep some context around the evidence, and never crop thinner than a readable strip
+        cx0, cx1 = max(0.0, x0 - CROP_MARGIN), min(1.0, x1 + CROP_MARGIN)
+        cy0, cy1 = max(0.0, y0 - CROP_MARGIN / 2), min(1.0, y1 + CROP_MARGIN / 2)
+        crop = marked.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1), max(int(cy1 * h), int(cy0 * h) + 1)))
+        crop_path = out_dir / f"{stem}-highlight.png"
+        crop.save(crop_path, "PNG")
+    return Citation(citation.doc_id, citation.title, citation.page, citation.quote, hl, str(preview_path),
+                    str(crop_path) if crop_path else None)

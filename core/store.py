@@ -1,0 +1,237 @@
+"""The on-disk index: content-addressed sources and page images, immutable snapshots, an active pointer.
+
+index/
+  ACTIVE                 name of the published snapshot (replaced atomically)
+  sources/<sha256>.pdf   every indexed PDF, as received
+  pages/<hash>.jpg       rendered page images, shared by snapshots
+  snapshots/<name>/      manifest.json, pages.jsonl (words), vectors.npy
+A build writes a complete snapshot under a temporary name, renames it, then swaps ACTIVE. A build
+that fails or is killed never touches ACTIVE, so the previous snapshot stays in service.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import IndexProblem
+from .records import Document, Page, Word
+
+FORMAT = 1
+KEEP_SNAPSHOTS = 2
+
+
+@dataclass
+class Snapshot:
+    name: str
+    built_with: dict  # backend, model, dim
+    documents: list[Document]
+    pages: list[Page]
+    vectors: np.ndarray  # (rows, dim) float32; several rows may belong to one page
+    row_page: np.ndarray  # (rows,) index into pages
+
+    def page_rows(self) -> dict[str, np.ndarray]:
+        """content_hash -> that page's vector rows, for reuse by the next build."""
+        out: dict[str, np.ndarray] = {}
+        order = np.argsort(self.row_page, kind="stable")
+        bounds = np.searchsorted(self.row_page[order], np.arange(len(self.pages) + 1))
+        for i, page in enumerate(self.pages):
+            out[page.content_hash] = self.vectors[order[bounds[i]:bounds[i + 1]]]
+        return out
+
+    def document(self, doc_id: str) -> Document:
+        return next(d for d in self.documents if d.doc_id == doc_id)
+
+
+def _word_row(w: Word) -> list:
+    return [w.text, *(round(v, 5) for v in w.box), w.line, w.source]
+
+
+def _word_from_row(row: list) -> Word:
+    return Word(row[0], tuple(row[1:5]), row[5], row[6])
+
+
+class IndexStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    # --- content-addressed files -------------------------------------------------------------
+    def source_path(self, sha256: str) -> Path:
+        return self.root / "sources" / f"{sha256}.pdf"
+
+    def page_image_path(self, content_hash: str) -> Path:
+        return self.root / "pages" / f"{content_hash}.jpg"
+
+    def save_source(self, sha256: str, data: bytes) -> None:
+        _write_once(self.source_path(sha256), data)
+
+    def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
+        _write_once(self.page_image_path(content_hash), jpeg)
+
+    # --- building ------------------------------------------------------------------------------
+    def write_snapshot(
+        self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
+    ) -> str:
+        """Write a complete snapshot and return its name; it is not active until publish()."""
+        name = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        tmp = self.root / "snapshots" / f".tmp-{name}"
+        tmp.mkdir(parents=True)
+        dim = int(built_with["dim"])
+        rows = [np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in page_vectors]
+        vectors = np.concatenate(rows) if rows else np.zeros((0, dim), np.float32)
+        row_page = np.concatenate([np.full(len(r), i, np.int32) for i, r in enumerate(rows)]) if rows else np.zeros(0, np.int32)
+        np.save(tmp / "vectors.npy", vectors)
+        np.save(tmp / "row_page.npy", row_page)
+        with open(tmp / "pages.jsonl", "w", encoding="utf-8") as out:
+            for p in pages:
+                out.write(json.dumps({"words": [_word_row(w) for w in p.words]}, ensure_ascii=False) + "\n")
+        manifest = {
+            "format": FORMAT,
+            "name": name,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "built_with": built_with,
+            "documents": [asdict(d) for d in documents],
+            "pages": [
+                {"doc_id": p.doc_id, "page": p.page, "content_hash": p.content_hash, "width_pt": p.width_pt,
+                 "height_pt": p.height_pt}
+                for p in pages
+            ],
+            "vectors": {"rows": int(vectors.shape[0]), "dim": dim},
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+        _fsync_dir(tmp)
+        os.rename(tmp, self.root / "snapshots" / name)
+        return name
+
+    def publish(self, name: str) -> None:
+        pointer = self.root / "ACTIVE"
+        tmp = self.root / f".ACTIVE.{uuid.uuid4().hex[:6]}"
+        with open(tmp, "w") as out:
+            out.write(name + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, pointer)
+        _fsync_dir(self.root)
+        self._collect_garbage()
+
+    def _collect_garbage(self) -> None:
+        """Keep the newest snapshots and the files they reference; drop interrupted builds."""
+        snap_dir = self.root / "snapshots"
+        active = self.active_name()
+        names = sorted((p.name for p in snap_dir.iterdir() if not p.name.startswith(".")), reverse=True)
+        keep = set(names[:KEEP_SNAPSHOTS]) | {active}
+        for path in snap_dir.iterdir():
+            if path.name not in keep:
+                shutil.rmtree(path, ignore_errors=True)
+        hashes, sources = set(), set()
+        for name in keep:
+            manifest = self._read_manifest(name)
+            hashes |= {p["content_hash"] for p in manifest["pages"]}
+            sources |= {d["sha256"] for d in manifest["documents"]}
+        for path in (self.root / "pages").glob("*.jpg"):
+            if path.stem not in hashes:
+                path.unlink(missing_ok=True)
+        for path in (self.root / "sources").glob("*.pdf"):
+            if path.stem not in sources:
+                path.unlink(missing_ok=True)
+
+    # --- opening -------------------------------------------------------------------------------
+    def active_name(self) -> str | None:
+        pointer = self.root / "ACTIVE"
+        return pointer.read_text().strip() if pointer.is_file() else None
+
+    def _read_manifest(self, name: str) -> dict:
+        path = self.root / "snapshots" / name / "manifest.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise IndexProblem(f"Index {self.root}: snapshot {name} has no manifest.json; rebuild the index.") from None
+        except json.JSONDecodeError as exc:
+            raise IndexProblem(f"Index {self.root}: snapshot {name} has a damaged manifest ({exc}).") from None
+
+    def open(self) -> Snapshot | None:
+        """The active snapshot, verified; None when nothing was ever indexed here."""
+        name = self.active_name()
+        if name is None:
+            return None
+        manifest = self._read_manifest(name)
+        if manifest.get("format") != FORMAT:
+            raise IndexProblem(f"Index {self.root}: format {manifest.get('format')} is not supported; rebuild it.")
+        folder = self.root / "snapshots" / name
+        documents = [Document(**d) for d in manifest["documents"]]
+        try:
+            vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+            row_page = np.load(folder / "row_page.npy")
+            with open(folder / "pages.jsonl", encoding="utf-8") as lines:
+                words = [json.loads(line)["words"] for line in lines]
+        except (OSError, ValueError) as exc:
+            raise IndexProblem(f"Index {self.root}: snapshot {name} is damaged ({exc}); rebuild the index.") from None
+        pages = [
+            Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
+                 tuple(_word_from_row(r) for r in ws))
+            for p, ws in zip(manifest["pages"], words)
+        ]
+        self._verify(manifest, documents, pages, words, vectors, row_page)
+        return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page)
+
+    def _verify(self, manifest, documents, pages, words, vectors, row_page) -> None:
+        problems: list[str] = []
+        dim = int(manifest["built_with"]["dim"])
+        if vectors.ndim != 2 or vectors.shape[1] != dim:
+            problems.append(f"vectors have shape {vectors.shape}, expected (*, {dim})")
+        if vectors.shape[0] != manifest["vectors"]["rows"] or row_page.shape[0] != vectors.shape[0]:
+            problems.append(f"{vectors.shape[0]} vector rows, the manifest says {manifest['vectors']['rows']}")
+        if len(words) != len(pages):
+            problems.append(f"{len(words)} word lists for {len(pages)} pages")
+        if len(row_page) and (row_page.min() < 0 or row_page.max() >= len(pages)):
+            problems.append("vector rows point at pages that do not exist")
+        by_doc: dict[str, list[int]] = {}
+        for p in pages:
+            by_doc.setdefault(p.doc_id, []).append(p.page)
+            if not self.page_image_path(p.content_hash).is_file():
+                problems.append(f"page image of {p.doc_id} p. {p.page} is missing")
+        for d in documents:
+            if sorted(by_doc.get(d.doc_id, [])) != list(range(1, d.page_count + 1)):
+                problems.append(f"{d.title}: pages {sorted(by_doc.get(d.doc_id, []))[:5]}… do not match its {d.page_count} pages")
+            source = self.source_path(d.sha256)
+            if not source.is_file():
+                problems.append(f"{d.title}: source PDF is missing")
+            elif _sha256_file(source) != d.sha256:
+                problems.append(f"{d.title}: source PDF does not match its recorded hash")
+        unknown = set(by_doc) - {d.doc_id for d in documents}
+        if unknown:
+            problems.append(f"pages belong to unknown documents {sorted(unknown)}")
+        if problems:
+            raise IndexProblem(f"Index {self.root} (snapshot {manifest['name']}) failed its checks: " + "; ".join(problems[:8]))
+
+
+def _write_once(path: Path, data: bytes) -> None:
+    if path.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

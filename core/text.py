@@ -1,0 +1,37 @@
+"""Tokenizing shared by lexical search, the extractive reader and quote location."""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
+
+# Words that carry no subject in the three corpus languages; kept short on purpose.
+STOPWORDS = frozenset(
+    """a an the and or of to in on at for by with from is are was were be been it its this that these those
+    as do does did what which who whom how much many when where why there their they them can could should
+    would will i you we he she my your our me us not no any some about into than then so if also has have had
+    der die das den dem des ein eine einer eines einem einen und oder ist sind war wie was wer wo welche welcher
+    welches für mit von zu im in am an auf aus bei es sie er ich wir nicht auch sich dass als nach über um
+    i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
+    oraz lub dla przy""".split()
+)
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip diacritics, so 'Größe' ~ 'grosse' and 'łącze' ~ 'lacze'."""
+    text = text.lower().replace("ß", "ss").replace("ł", "l")
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(fold(text))
+
+
+def content_tokens(text: str) -> list[str]:
+    return [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def stem(token: str) -> str:
+    """A crude language-agnostic stem: long words share their first 6 letters."""
+    return token if token[0].isdigit() or len(token) <= 6 else token[:6]
