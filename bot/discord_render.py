@@ -1,0 +1,247 @@
+"""Answer -> Discord messages: text split at 2,000 characters, one embed per citation.
+
+Pure functions over core records; nothing here talks to Discord. Each outgoing message respects
+Discord's limits: 2,000 characters of content, 10 embeds (6,000 characters together) and 10 files,
+and the guild's upload limit. An embed shows its image through "attachment://<name>", so an embed
+always travels in the same message as the file it points at.
+"""
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import discord
+
+from core.records import Answer, Citation, Document
+
+MAX_CONTENT = 2000
+MAX_EMBEDS = 10
+MAX_FILES = 10
+MAX_EMBED_CHARS = 6000
+MAX_QUOTE = 350
+
+TOPIC_COLOURS = {
+    "warranty": discord.Colour.blue(),
+    "complaint": discord.Colour.red(),
+    "service": discord.Colour.orange(),
+    "instructions": discord.Colour.green(),
+    "price": discord.Colour.gold(),
+    "other": discord.Colour.light_grey(),
+}
+
+
+@dataclass
+class Outgoing:
+    """One message to send: content and/or embeds and files."""
+    content: str | None = None
+    embeds: list[discord.Embed] = field(default_factory=list)
+    files: list[discord.File] = field(default_factory=list)
+    upload_bytes: int = 0
+
+    def kwargs(self) -> dict:
+        """Keyword arguments for Messageable.send / Webhook.send (empty lists left out)."""
+        out: dict = {}
+        if self.content:
+            out["content"] = self.content
+        if self.embeds:
+            out["embeds"] = self.embeds
+        if self.files:
+            out["files"] = self.files
+        return out
+
+
+def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
+    """Split on paragraph boundaries; paragraphs too long on their own fall back to lines, then words."""
+    text = text.strip()
+    if not text:
+        return []
+    chunks: list[str] = []
+    current = ""
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip("\n")
+        if not para:
+            continue
+        pieces = [para] if len(para) <= limit else _split_long(para, limit)
+        for piece in pieces:
+            joined = f"{current}\n\n{piece}" if current else piece
+            if len(joined) <= limit:
+                current = joined
+            else:
+                chunks.append(current)
+                current = piece
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _split_long(para: str, limit: int) -> list[str]:
+    out: list[str] = []
+    current = ""
+    for line in para.split("\n"):
+        units = [line] if len(line) <= limit else _split_words(line, limit)
+        for unit in units:
+            joined = f"{current}\n{unit}" if current else unit
+            if len(joined) <= limit:
+                current = joined
+            else:
+                out.append(current)
+                current = unit
+    if current:
+        out.append(current)
+    return out
+
+
+def _split_words(line: str, limit: int) -> list[str]:
+    out: list[str] = []
+    current = ""
+    for word in line.split(" "):
+        while len(word) > limit:  # one unbroken run (a URL, a table row): cut it hard
+            if current:
+                out.append(current)
+                current = ""
+            out.append(word[:limit])
+            word = word[limit:]
+        joined = f"{current} {word}" if current else word
+        if len(joined) <= limit:
+            current = joined
+        else:
+            out.append(current)
+            current = word
+    if current:
+        out.append(current)
+    return out
+
+
+def text_messages(text: str) -> list[Outgoing]:
+    return [Outgoing(content=chunk) for chunk in split_text(text)]
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _safe_name(text: str) -> str:
+    # attachment:// names must be plain: letters, digits, dot, dash, underscore
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60] or "file"
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+@dataclass
+class _Card:
+    embed: discord.Embed
+    files: list[discord.File]
+    size: int
+
+
+def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_limit: int,
+                   notes: list[str]) -> _Card:
+    title = f"{cite.title} p. {cite.page}"[:256]
+    quote = cite.quote.strip()
+    if len(quote) > MAX_QUOTE:
+        quote = quote[: MAX_QUOTE - 1].rstrip() + "…"
+    embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour)
+    if cite.highlight is not None:
+        embed.set_footer(text="exact highlight" if cite.highlight.kind == "exact" else "approximate region")
+    else:
+        embed.set_footer(text="page preview")
+
+    files: list[discord.File] = []
+    size = 0
+    images: list[tuple[str, bytes | None, str]] = []  # (role, data, path)
+    crop, preview = _read(cite.crop_path), _read(cite.preview_path)
+    if cite.crop_path:
+        images.append(("highlight", crop, cite.crop_path))
+    if cite.preview_path:
+        images.append(("preview", preview, cite.preview_path))
+    placed_image = False
+    for role, data, path in images:
+        if data is None:
+            notes.append(f"{cite.label}: the {role} image could not be read.")
+            continue
+        if len(data) > upload_limit:
+            notes.append(f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
+                         f"{_megabytes(upload_limit)} upload limit, so it is not shown.")
+            continue
+        suffix = Path(path).suffix.lower() or ".png"
+        name = _safe_name(f"c{index + 1}-p{cite.page}-{role}{suffix}")
+        files.append(discord.File(io.BytesIO(data), filename=name, description=f"{cite.label} ({role})"))
+        size += len(data)
+        if not placed_image:  # the evidence crop when there is one, else the page
+            embed.set_image(url=f"attachment://{name}")
+            placed_image = True
+        else:  # the whole page beside the crop, small
+            embed.set_thumbnail(url=f"attachment://{name}")
+    return _Card(embed, files, size)
+
+
+def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES,
+                  notes: list[str] | tuple[str, ...] = ()) -> list[Outgoing]:
+    """The messages that carry one answer, in order; `notes` are the adapter's own (unusable files)."""
+    extra = list(notes)
+    notes = []
+    if answer.clarifying_question:
+        text = f"❓ {answer.clarifying_question.strip()}"
+        return text_messages(_with_notes(text, extra + list(answer.notes)))
+
+    colour = TOPIC_COLOURS.get(answer.topic, TOPIC_COLOURS["other"])
+    cards = [_citation_card(i, c, colour, upload_limit, notes) for i, c in enumerate(answer.citations)]
+
+    parts: list[str] = []
+    if answer.changed_question and answer.interpreted_question.strip():
+        parts.append(f"> Interpreted as: *{answer.interpreted_question.strip()}*")
+    parts.append(answer.markdown.strip() or "(no answer text)")
+    missing = [lim for lim in answer.limitations if lim.strip() and lim.strip() not in answer.markdown]
+    if missing:
+        parts.append("**Limitations**\n" + "\n".join(f"- {lim.strip()}" for lim in missing))
+    text = _with_notes("\n\n".join(parts), extra + list(answer.notes) + notes)
+
+    messages = text_messages(text)
+    for card in cards:
+        last = messages[-1] if messages else None
+        if last is None or not _fits(last, card, upload_limit):
+            last = Outgoing()
+            messages.append(last)
+        last.embeds.append(card.embed)
+        last.files.extend(card.files)
+        last.upload_bytes += card.size
+    return messages
+
+
+def _fits(msg: Outgoing, card: _Card, upload_limit: int) -> bool:
+    return (
+        len(msg.embeds) + 1 <= MAX_EMBEDS
+        and len(msg.files) + len(card.files) <= MAX_FILES
+        and sum(len(e) for e in msg.embeds) + len(card.embed) <= MAX_EMBED_CHARS
+        and msg.upload_bytes + card.size <= upload_limit
+    )
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    if not notes:
+        return text
+    return text + "\n\n" + "\n".join(f"-# ⚠️ {n.strip()}" for n in notes if n.strip())
+
+
+def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
+    """The /docs listing: this server's documents first, then the shared collection."""
+    if not docs:
+        return text_messages("No documents are indexed yet. Someone with Manage Server can add one with `/index`.")
+    own = [d for d in docs if d.scope == scope]
+    shared = [d for d in docs if d.scope != scope]
+    lines: list[str] = []
+    for heading, group in (("This server", own), ("Shared collection", shared)):
+        if group:
+            lines.append(f"**{heading}** ({len(group)})")
+            lines += [f"- {d.title} — `{d.file_name}`, {d.page_count} pages (`{d.doc_id}`)" for d in group]
+            lines.append("")
+    return text_messages("\n".join(lines))

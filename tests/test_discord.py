@@ -1,0 +1,617 @@
+"""Discord adapter, offline: spec'd mocks of discord.py objects, real discord.File / discord.Embed.
+
+Nothing here connects to Discord. Unit scenarios drive DiscordHandlers with a small fake service;
+the end-to-end scenarios use the real core Service with the local backend on PDFs made here.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+from pathlib import Path
+from unittest.mock import AsyncMock, MagicMock
+
+import discord
+import pytest
+from PIL import Image
+
+from bot.discord_app import (
+    DiscordHandlers,
+    ProgressNotice,
+    build_client,
+    deliver,
+    scope_for,
+    thread_key,
+)
+from bot.discord_render import MAX_CONTENT, Outgoing, render_answer, split_text
+from core.config import Settings
+from core.errors import RemoteError
+from core.records import (
+    SHARED_SCOPE,
+    Answer,
+    Citation,
+    Document,
+    Highlight,
+    IndexReport,
+    Progress,
+    Turn,
+)
+from core.threads import ThreadStore
+
+ME_ID = 999
+GUILD_A, GUILD_B = 1001, 1002
+_ids = itertools.count(5000)
+
+
+# ---- spec'd discord objects -------------------------------------------------------------------
+
+def png_bytes(size=(40, 30), colour=(200, 30, 30)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, colour).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def make_me() -> MagicMock:
+    me = MagicMock(spec=discord.ClientUser)
+    me.id = ME_ID
+    me.bot = True
+    return me
+
+
+def make_user(uid: int | None = None, *, bot=False, manage=False, roles=()) -> MagicMock:
+    user = MagicMock(spec=discord.Member)
+    user.id = uid or next(_ids)
+    user.bot = bot
+    user.guild_permissions = discord.Permissions(manage_guild=manage)
+    user.roles = list(roles)
+    user.display_name = f"user{user.id}"
+    return user
+
+
+def make_guild(gid: int, limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES) -> MagicMock:
+    guild = MagicMock(spec=discord.Guild)
+    guild.id = gid
+    guild.filesize_limit = limit
+    return guild
+
+
+def sent_message() -> MagicMock:
+    msg = MagicMock(spec=discord.Message)
+    msg.id = next(_ids)
+    msg.edit = AsyncMock()
+    return msg
+
+
+def with_send(channel: MagicMock) -> MagicMock:
+    channel.send = AsyncMock(side_effect=lambda *a, **k: sent_message())
+    return channel
+
+
+def make_text_channel(guild) -> MagicMock:
+    channel = MagicMock(spec=discord.TextChannel)
+    channel.id = next(_ids)
+    channel.guild = guild
+    return with_send(channel)
+
+
+def make_thread(guild, parent_id: int, owner_id: int = ME_ID) -> MagicMock:
+    thread = MagicMock(spec=discord.Thread)
+    thread.id = next(_ids)
+    thread.parent_id = parent_id
+    thread.owner_id = owner_id
+    thread.guild = guild
+    return with_send(thread)
+
+
+def make_dm() -> MagicMock:
+    dm = MagicMock(spec=discord.DMChannel)
+    dm.id = next(_ids)
+    return with_send(dm)
+
+
+def make_attachment(filename: str, data: bytes, content_type: str | None) -> MagicMock:
+    att = MagicMock(spec=discord.Attachment)
+    att.filename = filename
+    att.content_type = content_type
+    att.size = len(data)
+    att.read = AsyncMock(return_value=data)
+    return att
+
+
+def make_message(content: str, channel, author=None, *, guild=None, mention_me=False, attachments=(),
+                 reference=None) -> MagicMock:
+    msg = MagicMock(spec=discord.Message)
+    msg.id = next(_ids)
+    msg.type = discord.MessageType.default
+    msg.author = author or make_user()
+    msg.channel = channel
+    msg.guild = guild
+    msg.content = (f"<@{ME_ID}> " + content) if mention_me else content
+    msg.mentions = [make_me()] if mention_me else []
+    msg.role_mentions = []
+    msg.attachments = list(attachments)
+    msg.reference = reference
+    new_thread = make_thread(guild, parent_id=getattr(channel, "id", 0)) if guild else None
+    msg.create_thread = AsyncMock(return_value=new_thread)
+    return msg
+
+
+def make_interaction(guild=None, *, user=None, manage=False, channel=None) -> MagicMock:
+    inter = MagicMock(spec=discord.Interaction)
+    inter.id = next(_ids)
+    inter.guild = guild
+    inter.guild_id = guild.id if guild else None
+    inter.user = user or make_user(manage=manage)
+    inter.permissions = discord.Permissions(manage_guild=manage)
+    inter.channel = channel or (make_text_channel(guild) if guild else make_dm())
+    inter.response = MagicMock(spec=discord.InteractionResponse)
+    inter.response.defer = AsyncMock()
+    inter.response.send_message = AsyncMock()
+    inter.followup = MagicMock(spec=discord.Webhook)
+    inter.followup.send = AsyncMock(side_effect=lambda *a, **k: sent_message())
+    inter.edit_original_response = AsyncMock()
+    return inter
+
+
+def sends(mock_send: AsyncMock) -> list[dict]:
+    return [call.kwargs for call in mock_send.call_args_list]
+
+
+def all_text(mock_send: AsyncMock) -> str:
+    return "\n".join(k.get("content") or "" for k in sends(mock_send))
+
+
+def assert_attachment_links(kwargs: dict) -> None:
+    """Every embed image/thumbnail points at a file sent in the same message."""
+    names = {f.filename for f in kwargs.get("files", [])}
+    for embed in kwargs.get("embeds", []):
+        assert isinstance(embed, discord.Embed)
+        assert embed.image.url and embed.image.url.startswith("attachment://")
+        assert embed.image.url.removeprefix("attachment://") in names
+        if embed.thumbnail.url:
+            assert embed.thumbnail.url.removeprefix("attachment://") in names
+
+
+# ---- a fake service for the unit scenarios ----------------------------------------------------
+
+class FakeService:
+    """Stands in for core.service.Service: records calls, writes preview/crop files like the real one."""
+
+    def __init__(self, markdown="The warranty is **2 years**.", citations=1, interpreted=None,
+                 clarify=None, fail: Exception | None = None, topic="warranty"):
+        self.turns: list[Turn] = []
+        self.markdown = markdown
+        self.citations = citations
+        self.interpreted = interpreted
+        self.clarify = clarify
+        self.fail = fail
+        self.topic = topic
+        self.indexed: list[tuple[str, str, int]] = []
+        self.removed: list[tuple[str, str]] = []
+
+    async def answer(self, turn: Turn, out_dir: Path | None = None) -> Answer:
+        self.turns.append(turn)
+        if self.fail:
+            raise self.fail
+        cites = []
+        for i in range(self.citations):
+            preview = out_dir / f"preview-{i}.jpg"
+            crop = out_dir / f"crop-{i}.png"
+            preview.write_bytes(png_bytes((60, 80)))
+            crop.write_bytes(png_bytes((30, 10)))
+            cites.append(Citation("d" * 16, "Dishwasher manual", i + 1, "Warranty: 2 years from purchase.",
+                                  Highlight("exact", (0.1, 0.1, 0.5, 0.2)), str(preview), str(crop)))
+        return Answer(turn.question, self.interpreted or turn.question, self.markdown, citations=tuple(cites),
+                      topic=self.topic, clarifying_question=self.clarify)
+
+    async def index_bytes(self, data, name, *, scope, title=None, progress=None):
+        self.indexed.append((name, scope, len(data)))
+        if progress:
+            progress(Progress("render", 1, 1, name))
+        doc = Document("a" * 16, title or name.removesuffix(".pdf"), name, "a" * 64, 1, scope)
+        return IndexReport((doc,), 1, 1, 0, "snap")
+
+    async def index(self, sources, *, titles=(), scope=SHARED_SCOPE, progress=None):
+        self.indexed.extend((s, scope, 0) for s in sources)
+        return IndexReport((), 0, 0, 0, "snap")
+
+    async def reindex(self, scope, document=None, progress=None):
+        return IndexReport((), 0, 0, 0, "snap")
+
+    async def remove(self, scope, document):
+        self.removed.append((scope, document))
+        return Document("a" * 16, document, f"{document}.pdf", "a" * 64, 1, scope)
+
+    def documents(self, scope):
+        return [Document("a" * 16, "Shared brochure", "brochure.pdf", "a" * 64, 2, SHARED_SCOPE)]
+
+
+@pytest.fixture
+async def store(tmp_path):
+    threads = await ThreadStore(tmp_path / "threads.sqlite").open()
+    yield threads
+    await threads.close()
+
+
+def handlers_for(service, store, **extra) -> DiscordHandlers:
+    me = make_me()
+    return DiscordHandlers(service, store, Settings(extra=dict(extra)), me=lambda: me)
+
+
+# ---- messages ---------------------------------------------------------------------------------
+
+async def test_mention_creates_thread_and_answers_there_with_files_and_embeds(store):
+    service = FakeService(citations=2)
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    msg = make_message("what is the warranty period?", channel, guild=guild, mention_me=True)
+
+    await h.on_message(msg)
+
+    msg.create_thread.assert_awaited_once()
+    assert msg.create_thread.call_args.kwargs["name"] == "what is the warranty period?"
+    thread = msg.create_thread.return_value
+    channel.send.assert_not_called()  # the answer goes into the thread, not the channel
+    thread.typing.assert_called()  # typing indicator while working
+    assert service.turns[0].question == "what is the warranty period?"  # mention stripped
+    assert service.turns[0].scope == f"discord:{GUILD_A}"
+    [kwargs] = sends(thread.send)
+    assert "2 years" in kwargs["content"]
+    assert len(kwargs["embeds"]) == 2 and len(kwargs["files"]) == 4
+    assert all(isinstance(f, discord.File) for f in kwargs["files"])
+    assert_attachment_links(kwargs)
+    embed = kwargs["embeds"][0]
+    assert embed.title == "Dishwasher manual p. 1"
+    assert embed.colour == discord.Colour.blue()  # warranty topic colour
+    assert "Warranty: 2 years" in embed.description
+
+
+async def test_follow_up_in_bot_thread_without_mention_uses_history(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    first = make_message("what is the warranty period?", channel, guild=guild, mention_me=True)
+    await h.on_message(first)
+    thread = first.create_thread.return_value
+
+    follow = make_message("and for the motor?", thread, guild=guild)  # no mention
+    await h.on_message(follow)
+
+    follow.create_thread.assert_not_called()
+    assert len(service.turns) == 2
+    history = service.turns[1].history
+    assert [e.question for e in history] == ["what is the warranty period?"]
+    assert "2 years" in history[0].answer
+    assert history[0].cited == (("d" * 16, 1),)
+    assert len(sends(thread.send)) == 2
+    assert thread_key(thread, GUILD_A) == ("discord", str(GUILD_A), str(channel.id), str(thread.id))
+
+
+async def test_reply_to_bot_message_is_answered_but_unrelated_chatter_is_not(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    someone_elses_thread = make_thread(guild, parent_id=1, owner_id=42)
+
+    chatter = make_message("lunch?", someone_elses_thread, guild=guild)
+    await h.on_message(chatter)
+    assert service.turns == []
+
+    bot_msg = MagicMock(spec=discord.Message)
+    bot_msg.author = make_me()
+    ref = MagicMock(spec=discord.MessageReference)
+    ref.resolved = bot_msg
+    reply = make_message("which page says that?", someone_elses_thread, guild=guild, reference=ref)
+    await h.on_message(reply)
+    assert [t.question for t in service.turns] == ["which page says that?"]
+    assert sends(someone_elses_thread.send)
+
+
+async def test_image_attachment_is_the_query(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    dm = make_dm()
+    shot = make_attachment("screen.png", png_bytes(), "image/png")
+    msg = make_message("", dm, attachments=[shot])
+
+    await h.on_message(msg)
+
+    [turn] = service.turns
+    assert len(turn.images) == 1 and turn.images[0].mime_type == "image/png"
+    assert turn.images[0].name == "screen.png"
+    assert turn.question  # a default question accompanies a bare screenshot
+    assert turn.scope == SHARED_SCOPE  # DMs see the shared collection only
+    msg.create_thread.assert_not_called()
+    assert sends(dm.send)
+
+
+async def test_unusable_attachments_are_named(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    atts = [
+        make_attachment("notes.txt", b"hello", "text/plain"),
+        make_attachment("broken.png", b"not a png", "image/png"),
+        make_attachment("manual.pdf", b"%PDF-1.7", "application/pdf"),  # no "index this"
+    ]
+    msg = make_message("what is the warranty?", channel, guild=guild, mention_me=True, attachments=atts)
+
+    await h.on_message(msg)
+
+    text = all_text(msg.create_thread.return_value.send)
+    for name in ("notes.txt", "broken.png", "manual.pdf"):
+        assert name in text
+    assert "index this" in text
+    assert service.turns[0].images == ()  # the broken image was not passed on
+
+
+async def test_other_bots_and_itself_are_ignored(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    from_bot = make_message("hi", channel, make_user(bot=True), guild=guild, mention_me=True)
+    me_as_author = make_user(ME_ID, bot=True)
+    from_me = make_message("hi", channel, me_as_author, guild=guild, mention_me=True)
+    for msg in (from_bot, from_me):
+        await h.on_message(msg)
+        msg.create_thread.assert_not_called()
+    assert service.turns == []
+    channel.send.assert_not_called()
+
+
+async def test_duplicate_delivery_answered_once(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    dm = make_dm()
+    msg = make_message("warranty?", dm)
+    await h.on_message(msg)
+    await h.on_message(msg)
+    assert len(service.turns) == 1
+
+
+async def test_long_answer_split_on_paragraphs(store):
+    paragraphs = [f"Paragraph {i}: " + ("word " * 80).strip() for i in range(12)]  # ~ 5,000 characters
+    service = FakeService(markdown="\n\n".join(paragraphs), citations=1)
+    h = handlers_for(service, store)
+    dm = make_dm()
+    await h.on_message(make_message("tell me everything", dm))
+
+    calls = sends(dm.send)
+    assert len(calls) >= 3
+    for kwargs in calls:
+        assert len(kwargs["content"]) <= MAX_CONTENT
+        for chunk in kwargs["content"].split("\n\n"):
+            assert chunk in paragraphs  # no paragraph cut in half
+    assert "\n\n".join(k["content"] for k in calls) == "\n\n".join(paragraphs)
+    assert "embeds" in calls[-1] and all("embeds" not in k for k in calls[:-1])  # citations close the reply
+
+
+def test_split_text_falls_back_to_lines_and_words():
+    huge_line = "x" * 4500
+    chunks = split_text("short intro\n\n" + huge_line)
+    assert all(len(c) <= MAX_CONTENT for c in chunks)
+    assert chunks[0] == "short intro"
+    assert "".join(chunks[1:]) == huge_line
+
+
+async def test_interpreted_question_clarifying_question_and_notes(store):
+    guild = make_guild(GUILD_A)
+    thread = make_thread(guild, parent_id=7)
+    h = handlers_for(FakeService(interpreted="What is the warranty period of the X200 dishwasher?"), store)
+    await h.on_message(make_message("and the X200?", thread, guild=guild))
+    assert "Interpreted as: *What is the warranty period of the X200 dishwasher?*" in all_text(thread.send)
+
+    thread2 = make_thread(guild, parent_id=7)
+    service = FakeService(clarify="Which model do you mean, X200 or X300?")
+    h = handlers_for(service, store)
+    await h.on_message(make_message("and its width?", thread2, guild=guild))
+    [kwargs] = sends(thread2.send)
+    assert kwargs["content"].startswith("❓ Which model do you mean")
+    assert "embeds" not in kwargs
+    # the clarifying question becomes thread memory, so the answer to it has context
+    key = thread_key(thread2, GUILD_A)
+    assert (await store.history(key))[0].answer == "Which model do you mean, X200 or X300?"
+
+
+def test_render_skips_oversize_files_with_visible_note(tmp_path):
+    big = tmp_path / "preview.jpg"
+    big.write_bytes(b"\xff" * 5000)
+    small = tmp_path / "crop.png"
+    small.write_bytes(png_bytes())
+    cite = Citation("d" * 16, "Price list", 3, "EUR 499", None, str(big), str(small))
+    answer = Answer("price?", "price?", "EUR 499.", citations=(cite,), topic="price")
+    [out] = render_answer(answer, upload_limit=4000)
+    assert [f.filename for f in out.files] == ["c1-p3-highlight.png"]
+    assert "Price list, p. 3" in out.content and "upload limit" in out.content
+    assert out.embeds[0].colour == discord.Colour.gold()
+    assert_attachment_links(out.kwargs())
+
+
+def test_render_at_most_ten_files_and_embeds_per_message(tmp_path):
+    cites = []
+    for i in range(7):  # 7 citations x 2 images = 14 files: two messages
+        p, c = tmp_path / f"p{i}.jpg", tmp_path / f"c{i}.png"
+        p.write_bytes(png_bytes())
+        c.write_bytes(png_bytes())
+        cites.append(Citation("d" * 16, "Manual", i + 1, "quote", None, str(p), str(c)))
+    messages = render_answer(Answer("q", "q", "answer", citations=tuple(cites)))
+    assert len(messages) == 2
+    for out in messages:
+        assert len(out.files) <= 10 and len(out.embeds) <= 10
+        assert_attachment_links(out.kwargs())
+    assert sum(len(m.embeds) for m in messages) == 7
+
+
+async def test_failure_reaches_the_user_briefly(store, caplog):
+    guild = make_guild(GUILD_A)
+    thread = make_thread(guild, parent_id=7)
+    h = handlers_for(FakeService(fail=RemoteError("Gemini did not answer after 2 attempts; try again later.")), store)
+    await h.on_message(make_message("warranty?", thread, guild=guild))
+    assert all_text(thread.send) == "⚠️ Gemini did not answer after 2 attempts; try again later."
+
+    thread2 = make_thread(guild, parent_id=7)
+    h = handlers_for(FakeService(fail=ZeroDivisionError("secret internals")), store)
+    await h.on_message(make_message("warranty?", thread2, guild=guild))
+    text = all_text(thread2.send)
+    assert "went wrong" in text and "secret internals" not in text and "Traceback" not in text
+    assert "secret internals" in caplog.text  # details go to the log
+
+
+async def test_upload_refused_falls_back_to_text_with_note():
+    response = MagicMock(status=413, reason="Payload Too Large")
+    send = AsyncMock(side_effect=[discord.HTTPException(response, "too large"), sent_message()])
+    out = Outgoing("The answer.", [discord.Embed(title="x")], [discord.File(io.BytesIO(b"x"), filename="a.png")])
+    await deliver(send, [out])
+    assert send.call_args_list[1].kwargs == {
+        "content": "The answer.\n\n-# ⚠️ The page previews could not be uploaded."}
+
+
+async def test_thread_creation_refused_replies_in_channel(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    msg = make_message("warranty?", channel, guild=guild, mention_me=True)
+    msg.create_thread.side_effect = discord.Forbidden(MagicMock(status=403, reason="Forbidden"), "Missing Permissions")
+    await h.on_message(msg)
+    assert "2 years" in all_text(channel.send)
+
+
+# ---- indexing by message and app commands -----------------------------------------------------
+
+async def test_index_this_with_pdf_needs_permission(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    pdf = make_attachment("manual.pdf", b"%PDF-1.7 ...", "application/pdf")
+
+    refused = make_message("index this", make_text_channel(guild), make_user(manage=False), guild=guild,
+                           mention_me=True, attachments=[pdf])
+    await h.on_message(refused)
+    assert service.indexed == []
+    assert "Manage Server" in all_text(refused.create_thread.return_value.send)
+
+    allowed = make_message("index this", make_text_channel(guild), make_user(manage=True), guild=guild,
+                           mention_me=True, attachments=[pdf])
+    await h.on_message(allowed)
+    assert service.indexed == [("manual.pdf", f"discord:{GUILD_A}", len(b"%PDF-1.7 ..."))]
+    assert "Indexed **manual**" in all_text(allowed.create_thread.return_value.send)
+    assert service.turns == []  # an index request is not a question
+
+
+@pytest.mark.parametrize("command", ["index", "remove"])
+async def test_index_and_remove_refused_without_manage_server(store, command):
+    service = FakeService()
+    h = handlers_for(service, store)
+    inter = make_interaction(make_guild(GUILD_A), manage=False)
+    if command == "index":
+        await h.index(inter, url="https://example.com/a.pdf")
+    else:
+        await h.remove(inter, "manual")
+    inter.response.send_message.assert_awaited_once()
+    assert "Manage Server" in inter.response.send_message.call_args.args[0]
+    assert inter.response.send_message.call_args.kwargs["ephemeral"] is True
+    inter.response.defer.assert_not_called()
+    assert service.indexed == [] and service.removed == []
+
+
+async def test_index_users_and_role_override(store):
+    service = FakeService()
+    user = make_user(4242)
+    h = handlers_for(service, store, DISCORD_INDEX_USERS="17, 4242")
+    inter = make_interaction(make_guild(GUILD_A), user=user)
+    await h.remove(inter, "manual")
+    assert service.removed == [(f"discord:{GUILD_A}", "manual")]
+    assert "Removed **manual**" in all_text(inter.followup.send)
+
+    role = MagicMock(spec=discord.Role)
+    role.id, role.name = 55, "Librarian"
+    h = handlers_for(service, store, DISCORD_INDEX_ROLE="Librarian")
+    inter = make_interaction(make_guild(GUILD_A), user=make_user(roles=[role]))
+    pdf = make_attachment("m.pdf", b"%PDF-1.7", "application/pdf")
+    await h.index(inter, attachment=pdf)
+    inter.response.defer.assert_awaited_once_with(thinking=True)
+    assert service.indexed[-1] == ("m.pdf", f"discord:{GUILD_A}", 8)
+
+
+async def test_admin_commands_refused_in_dms(store):
+    h = handlers_for(FakeService(), store)
+    inter = make_interaction(None, manage=True)
+    await h.reindex(inter)
+    assert "server" in inter.response.send_message.call_args.args[0]
+
+
+async def test_ask_defers_with_thinking_then_follows_up(store):
+    service = FakeService(citations=1)
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_B)
+    inter = make_interaction(guild)
+    shot = make_attachment("s.webp", png_bytes(), "image/webp")  # content is checked, not the label
+    shot.read.return_value = _webp()
+
+    await h.ask(inter, "what is the warranty?", shot)
+
+    inter.response.defer.assert_awaited_once_with(thinking=True)
+    [kwargs] = sends(inter.followup.send)
+    assert "2 years" in kwargs["content"]
+    assert_attachment_links(kwargs)
+    assert service.turns[0].scope == f"discord:{GUILD_B}"
+    assert service.turns[0].images[0].mime_type == "image/webp"
+
+
+def _webp() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (20, 20), (1, 2, 3)).save(buf, "WEBP")
+    return buf.getvalue()
+
+
+async def test_ask_failure_is_followed_up(store):
+    h = handlers_for(FakeService(fail=RemoteError("The model is unavailable.")), store)
+    inter = make_interaction(make_guild(GUILD_A))
+    await h.ask(inter, "warranty?")
+    assert all_text(inter.followup.send) == "⚠️ The model is unavailable."
+
+
+async def test_docs_lists_what_the_scope_sees(store):
+    h = handlers_for(FakeService(), store)
+    inter = make_interaction(make_guild(GUILD_A))
+    await h.docs(inter)
+    inter.response.defer.assert_awaited_once_with(thinking=True)
+    assert "Shared brochure" in all_text(inter.followup.send)
+
+
+async def test_progress_edits_are_throttled():
+    edit = AsyncMock()
+    async with ProgressNotice(edit, interval=0.05) as notice:
+        for i in range(50):
+            notice(Progress("embed", i + 1, 50, "manual.pdf"))
+        await asyncio.sleep(0.12)
+        notice(Progress("publish", 1, 1, "manual.pdf"))
+        await asyncio.sleep(0.08)
+    texts = [c.args[0] for c in edit.call_args_list]
+    assert 1 <= len(texts) <= 4  # 51 updates, a handful of edits
+    assert texts[0] == "⏳ Indexing **manual.pdf**: embed 50/50…"
+
+
+async def test_client_registers_commands_without_connecting(store):
+    client = build_client(FakeService(), store, Settings())
+    try:
+        commands = {c.name: c for c in client.tree.get_commands()}
+        assert set(commands) == {"ask", "index", "reindex", "docs", "remove"}
+        assert commands["index"].default_permissions.manage_guild
+        assert commands["remove"].default_permissions.manage_guild
+        assert commands["ask"].default_permissions is None
+        assert [p.name for p in commands["ask"].parameters] == ["question", "image"]
+        assert client.intents.message_content
+        assert not client.is_ready()
+    finally:
+        await client.close()
+
+
+def test_scope_for():
+    assert scope_for(None) == SHARED_SCOPE
+    assert scope_for(GUILD_A) == f"discord:{GUILD_A}"
