@@ -103,7 +103,7 @@ def write_images(citation: Citation, page_image: Path, out_dir: Path, stem: str)
         x0, y0, x1, y1 = hl.box
         # keep some context around the evidence, and never crop thinner than a readable strip
         cx0, cx1 = max(0.0, x0 - CROP_MARGIN), min(1.0, x1 + CROP_MARGIN)
-        cy0, cy1 = max(0.0, y0 - CROP_MARGIN / 2), min(1.0, y1 + CROP_MARGIN / 2)
+        cy0, cy1 = max(0.0, y0 - CROP_MARGIN), min(1.0, y1 + CROP_MARGIN)
         crop = marked.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1), max(int(cy1 * h), int(cy0 * h) + 1)))
         crop_path = out_dir / f"{stem}-highlight.png"
         crop.save(crop_path, "PNG")

@@ -47,7 +47,8 @@ class Ocr:
             if not text or score < MIN_SCORE:
                 continue
             xs, ys = quad[:, 0], quad[:, 1]
-            out.append((text, (max(0.0, xs.min() / w), max(0.0, ys.min() / h), min(1.0, xs.max() / w), min(1.0, ys.max() / h))))
+            box = (max(0.0, xs.min() / w), max(0.0, ys.min() / h), min(1.0, xs.max() / w), min(1.0, ys.max() / h))
+            out.append((text, tuple(float(v) for v in box)))
         return out
 
     def page_words(self, jpeg: bytes, dpi: int, ocr_dpi: int, covered: tuple[Word, ...], first_line: int) -> list[Word]:

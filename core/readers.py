@@ -94,7 +94,8 @@ class ExtractiveReader:
         order = sorted(range(len(candidates)), key=lambda i: -score(i))
         chosen, seen = [], set()
         for i in order:
-            if score(i) <= 0 or len(chosen) == MAX_QUOTES:
+            # further quotes only when nearly as good as the best: weak matches are noise
+            if score(i) <= 0 or len(chosen) == MAX_QUOTES or score(i) < 0.7 * score(order[0]):
                 break
             text = candidates[i].text
             if fold(text) in seen:

@@ -51,7 +51,7 @@ class Snapshot:
 
 
 def _word_row(w: Word) -> list:
-    return [w.text, *(round(v, 5) for v in w.box), w.line, w.source]
+    return [w.text, *(round(float(v), 5) for v in w.box), w.line, w.source]
 
 
 def _word_from_row(row: list) -> Word:

@@ -1,0 +1,214 @@
+"""The `pixelrag` command: index, ask, status, chat (console), slack, discord."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from core.config import Settings, load_settings
+from core.errors import PixelragError
+from core.records import Answer, IndexReport, Progress, QueryImage, Turn
+
+
+class ProgressBar:
+    """One line on the terminal, redrawn in place; quiet when stderr is not a terminal."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = ""
+
+    def __call__(self, p: Progress) -> None:
+        if p.stage == "publish":
+            line = "publishing snapshot…" if p.done == 0 else "published"
+        else:
+            width = 30
+            filled = int(width * p.done / max(p.total, 1))
+            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} pages"
+        if line == self.last:
+            return
+        self.last = line
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            if p.stage == "publish" and p.done:
+                self.stream.write("\n")
+        elif p.done in (0, p.total) or p.stage == "publish":
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _settings(args) -> Settings:
+    settings = load_settings()
+    if getattr(args, "index", None):
+        settings = settings.with_(index_dir=Path(args.index))
+    if getattr(args, "backend", None):
+        settings = settings.with_(backend=args.backend)
+    return settings
+
+
+def print_report(report: IndexReport, as_json: bool) -> None:
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps(asdict(report), indent=2, ensure_ascii=False))
+        return
+    for doc in report.documents:
+        print(f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})")
+    for message in report.skipped:
+        print(f"skipped: {message}")
+    print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
+          f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
+
+
+def print_answer(answer: Answer) -> None:
+    if answer.changed_question:
+        print(f"Interpreted as: {answer.interpreted_question}\n")
+    print(answer.markdown or "(retrieval only)")
+    if answer.hits:
+        print("\nRetrieved pages:")
+        for n, hit in enumerate(answer.hits, 1):
+            print(f"  {n}. {hit.title}, p. {hit.page}  (score {hit.score:.4f})")
+    if answer.citations:
+        print("\nCitations:")
+        for c in answer.citations:
+            kind = c.highlight.kind if c.highlight else "page only"
+            print(f"  - {c.label} [{kind}]: “{c.quote[:160]}”")
+            if c.preview_path:
+                print(f"      preview:   {c.preview_path}")
+            if c.crop_path:
+                print(f"      highlight: {c.crop_path}")
+    for text in answer.limitations:
+        print(f"\nLimitation: {text}")
+    for text in answer.notes:
+        print(f"\nNote: {text}")
+
+
+def _read_image(path: str) -> QueryImage:
+    p = Path(path)
+    if not p.is_file():
+        raise PixelragError(f"{path}: no such image file.")
+    return QueryImage(p.read_bytes(), "", p.name)
+
+
+async def cmd_index(args) -> int:
+    from core.service import Service
+
+    service = Service(_settings(args))
+    report = await service.index(args.sources, titles=args.title or (), progress=ProgressBar())
+    print_report(report, args.json)
+    return 0
+
+
+async def cmd_ask(args) -> int:
+    from core.service import Service
+
+    service = Service(_settings(args))
+    images = tuple(_read_image(p) for p in (args.image or []))
+    turn = Turn(args.question or "", images)
+    answer = await service.answer(turn, out_dir=Path(args.out), retrieve_only=args.retrieve_only)
+    if args.json:
+        print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print_answer(answer)
+    return 0
+
+
+async def cmd_status(args) -> int:
+    from core.service import Service
+
+    service = Service(_settings(args))
+    status = service.status()
+    status["documents_list"] = [
+        {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}
+        for d in (service.snapshot()[0].documents if service.snapshot() else [])
+    ]
+    print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else
+          "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
+          + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"]))
+    return 0
+
+
+async def cmd_chat(args) -> int:
+    from bot.console import run_console
+
+    return await run_console(_settings(args), Path(args.out))
+
+
+async def cmd_slack(args) -> int:
+    from bot.slack_app import serve
+
+    await serve(_settings(args), http=args.http, port=args.port)
+    return 0
+
+
+async def cmd_discord(args) -> int:
+    from bot.discord_app import serve
+
+    await serve(_settings(args))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pixelrag", description="Answer questions about PDFs by reading their pages.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p, backend: bool = True):
+        p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+        if backend:
+            p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+        p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+    p = sub.add_parser("index", help="index PDF files or URLs")
+    p.add_argument("sources", nargs="+", metavar="FILE_OR_URL")
+    p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
+    common(p)
+    p.set_defaults(run=cmd_index)
+
+    p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
+    p.add_argument("question", nargs="?", default="")
+    p.add_argument("--image", action="append", help="screenshot to use as (part of) the query")
+    p.add_argument("--retrieve-only", action="store_true", help="stop after retrieval")
+    p.add_argument("--out", default="out", help="folder for preview and highlight images (default ./out)")
+    common(p)
+    p.set_defaults(run=cmd_ask)
+
+    p = sub.add_parser("status", help="what the index holds")
+    common(p)
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("chat", help="talk to the bot in the terminal (same service as Slack and Discord)")
+    p.add_argument("--out", default="out/chat", help="folder for images")
+    common(p)
+    p.set_defaults(run=cmd_chat)
+
+    p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
+    p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
+    p.add_argument("--port", type=int, default=3000)
+    common(p)
+    p.set_defaults(run=cmd_slack)
+
+    p = sub.add_parser("discord", help="run the Discord bot")
+    common(p)
+    p.set_defaults(run=cmd_discord)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(args.run(args))
+    except PixelragError as exc:
+        print(f"pixelrag: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
