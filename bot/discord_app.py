@@ -35,7 +35,7 @@ log = logging.getLogger("pixelrag.discord")
 IMAGE_TYPES = {"image/png": "image/png", "image/jpeg": "image/jpeg", "image/jpg": "image/jpeg", "image/webp": "image/webp"}
 IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 INDEX_REQUEST = re.compile(r"\bindex\b", re.IGNORECASE)  # "index this" next to an attached PDF
-IMAGE_ONLY_QUESTION = "What does this screenshot show, according to the documents?"
+SCREENSHOT_ONLY = "(screenshot)"  # how a bare screenshot question is remembered in thread memory
 PROGRESS_EVERY_S = 2.0  # edit a progress message at most this often (Discord rate limits edits)
 INTERACTION_BUDGET_S = 14 * 60  # interaction tokens expire after 15 minutes
 GENERIC_FAILURE = "⚠️ Something went wrong on my side; the details are in the bot's log."
@@ -146,13 +146,18 @@ class ProgressNotice:
         self._task = asyncio.create_task(self._run())
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, exc_type, exc, tb) -> None:
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        if self._shown is not None:  # don't leave a stale "⏳ 3/10" behind; the result follows
+            try:
+                await self._edit("✅ Indexing finished." if exc is None else "⚠️ Indexing stopped.")
+            except discord.HTTPException:
+                log.warning("could not edit the progress message", exc_info=True)
 
 
 Send = Callable[..., Awaitable[object]]
@@ -255,12 +260,11 @@ class DiscordHandlers:
             await deliver(place.send, text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
             return
         key = thread_key(place, guild_id)
-        turn_question = question or IMAGE_ONLY_QUESTION
         async with place.typing():
             history = await self.threads.history(key, self.settings.history_exchanges)
-            turn = Turn(turn_question, tuple(images), scope_for(guild_id), "/".join(key), history)
+            turn = Turn(question, tuple(images), scope_for(guild_id), "/".join(key), history)
             answer, messages = await self._answer(turn, self._upload_limit(message.guild), problems)
-        await self.threads.add(key, exchange_of(turn_question, answer))
+        await self.threads.add(key, exchange_of(question or SCREENSHOT_ONLY, answer))
         await deliver(place.send, messages)
 
     async def _answer(self, turn: Turn, upload_limit: int, notes: list[str]) -> tuple[Answer, list[Outgoing]]:
@@ -355,7 +359,7 @@ class DiscordHandlers:
                         images.append(await self._read_image(image, mime))
                     except BadInput as exc:
                         problems.append(str(exc))
-            question = question.strip() or IMAGE_ONLY_QUESTION
+            question = question.strip()
             channel = interaction.channel
             # memory only where a conversation has a place: threads and DMs
             key = thread_key(channel, interaction.guild_id) if isinstance(channel, (discord.Thread, discord.DMChannel)) else None
@@ -364,7 +368,7 @@ class DiscordHandlers:
                         "/".join(key) if key else f"discord/interaction/{interaction.id}", history)
             answer, messages = await self._answer(turn, self._upload_limit(interaction.guild), problems)
             if key:
-                await self.threads.add(key, exchange_of(question, answer))
+                await self.threads.add(key, exchange_of(question or SCREENSHOT_ONLY, answer))
             await reply.send_all(messages)
 
     async def index(self, interaction: discord.Interaction, url: str | None = None,

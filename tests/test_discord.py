@@ -321,7 +321,7 @@ async def test_image_attachment_is_the_query(store):
     [turn] = service.turns
     assert len(turn.images) == 1 and turn.images[0].mime_type == "image/png"
     assert turn.images[0].name == "screen.png"
-    assert turn.question  # a default question accompanies a bare screenshot
+    assert turn.question == ""  # the screenshot alone is the query
     assert turn.scope == SHARED_SCOPE  # DMs see the shared collection only
     msg.create_thread.assert_not_called()
     assert sends(dm.send)
@@ -615,3 +615,180 @@ async def test_client_registers_commands_without_connecting(store):
 def test_scope_for():
     assert scope_for(None) == SHARED_SCOPE
     assert scope_for(GUILD_A) == f"discord:{GUILD_A}"
+
+
+# ---- end to end with the real service (local backend) -----------------------------------------
+
+def make_pdf(title: str, pages: list[str]) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for text in pages:
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 770), text, fontsize=12)
+    doc.set_metadata({"title": title})
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+MANUAL_A = make_pdf("X200 Dishwasher Manual", [
+    "Warranty\n\nThe X200 dishwasher warranty lasts 24 months from the date of purchase. "
+    "Quote registration code QZ-7781 when you contact service.",
+    "Cleaning the filter\n\nTwist the filter anticlockwise and rinse it under running water every week.",
+])
+BROCHURE = make_pdf("Z9 Blender Brochure", [
+    "Z9 Blender\n\nThe Z9 blender has a 1200 W motor and a 1.8 litre glass jug. Price: EUR 199.",
+])
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings().with_(index_dir=tmp_path / "index")
+
+
+def embed_titles(mock_send: AsyncMock) -> list[str]:
+    return [e.title for k in sends(mock_send) for e in k.get("embeds", [])]
+
+
+async def test_guild_isolation_end_to_end(tmp_path, settings, store):
+    from core.service import Service
+
+    service = Service(settings)
+    shared = tmp_path / "brochure.pdf"
+    shared.write_bytes(BROCHURE)
+    await service.index([str(shared)])  # the operator's shared collection (CLI)
+
+    me = make_me()
+    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    guild_a, guild_b = make_guild(GUILD_A), make_guild(GUILD_B)
+
+    # a member with Manage Server indexes a PDF in guild A by attaching it with "index this"
+    pdf = make_attachment("x200-manual.pdf", MANUAL_A, "application/pdf")
+    idx = make_message("index this", make_text_channel(guild_a), make_user(manage=True), guild=guild_a,
+                       mention_me=True, attachments=[pdf])
+    await h.on_message(idx)
+    assert "Indexed **X200 Dishwasher Manual**" in all_text(idx.create_thread.return_value.send)
+
+    question = "How long is the X200 dishwasher warranty?"
+    in_a = make_message(question, make_text_channel(guild_a), guild=guild_a, mention_me=True)
+    await h.on_message(in_a)
+    thread_a = in_a.create_thread.return_value
+    assert "X200 Dishwasher Manual p. 1" in embed_titles(thread_a.send)
+    assert "24 months" in all_text(thread_a.send)
+    for kwargs in sends(thread_a.send):
+        assert_attachment_links(kwargs)
+    assert any(kwargs.get("files") for kwargs in sends(thread_a.send))
+
+    # guild B and DMs never see guild A's document
+    in_b = make_message(question, make_text_channel(guild_b), guild=guild_b, mention_me=True)
+    await h.on_message(in_b)
+    dm = make_dm()
+    await h.on_message(make_message(question, dm))
+    for send in (in_b.create_thread.return_value.send, dm.send):
+        assert sends(send)
+        assert not any("X200 Dishwasher Manual" in t for t in embed_titles(send))
+        assert "24 months" not in all_text(send) and "QZ-7781" not in all_text(send)
+
+    # DMs do see the shared collection
+    dm2 = make_dm()
+    await h.on_message(make_message("What does the Z9 blender cost?", dm2))
+    assert "Z9 Blender Brochure p. 1" in embed_titles(dm2.send)
+
+    # /docs in guild B lists only the shared collection; in guild A both
+    inter_b = make_interaction(guild_b)
+    await h.docs(inter_b)
+    assert "Z9 Blender Brochure" in all_text(inter_b.followup.send)
+    assert "X200" not in all_text(inter_b.followup.send)
+    inter_a = make_interaction(guild_a)
+    await h.docs(inter_a)
+    assert "X200 Dishwasher Manual" in all_text(inter_a.followup.send)
+
+    # guild B cannot remove guild A's document either
+    rm = make_interaction(guild_b, manage=True)
+    await h.remove(rm, "X200 Dishwasher Manual")
+    assert "No document called" in all_text(rm.followup.send)
+    assert any(d.title == "X200 Dishwasher Manual" for d in service.documents(f"discord:{GUILD_A}"))
+
+
+async def test_slash_index_and_ask_end_to_end(settings, store):
+    from core.service import Service
+
+    service = Service(settings)
+    me = make_me()
+    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    guild = make_guild(GUILD_A)
+
+    inter = make_interaction(guild, manage=True)
+    await h.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
+    inter.response.defer.assert_awaited_once_with(thinking=True)
+    assert "Indexed **X200 Dishwasher Manual** (`x200.pdf`, 2 pages)" in all_text(inter.followup.send)
+
+    ask = make_interaction(guild)
+    await h.ask(ask, "How do I clean the filter of the X200?")
+    ask.response.defer.assert_awaited_once_with(thinking=True)
+    [kwargs] = sends(ask.followup.send)
+    assert "X200 Dishwasher Manual p. 2" in [e.title for e in kwargs["embeds"]]
+    assert_attachment_links(kwargs)
+
+    rm = make_interaction(guild, manage=True)
+    await h.remove(rm, "x200.pdf")
+    assert "Removed **X200 Dishwasher Manual**" in all_text(rm.followup.send)
+    assert service.documents(f"discord:{GUILD_A}") == []
+
+
+async def test_progress_message_is_closed_when_done():
+    edit = AsyncMock()
+    async with ProgressNotice(edit, interval=0.01) as notice:
+        notice(Progress("embed", 1, 2, "m.pdf"))
+        await asyncio.sleep(0.05)
+    assert edit.call_args_list[-1].args[0] == "✅ Indexing finished."
+
+
+# ---- backend failures reach the user (gemini backend, nothing listening / failing fake) ------
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends: connections are refused
+
+
+async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
+    from core.service import Service
+
+    settings = Settings().with_(index_dir=tmp_path / "index", backend="gemini", gemini_api_key="x",
+                                gemini_base_url=f"http://127.0.0.1:{closed_port()}",
+                                retry_attempts=2, retry_initial_delay_s=0.01)
+    me = make_me()
+    h = DiscordHandlers(Service(settings), store, settings, me=lambda: me)
+    inter = make_interaction(make_guild(GUILD_A), manage=True)
+    await h.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
+    [kwargs] = sends(inter.followup.send)
+    assert kwargs["content"].startswith("⚠️ ") and "Gemini" in kwargs["content"]
+    assert "Traceback" not in kwargs["content"] and len(kwargs["content"]) < 400
+
+
+async def test_backend_failure_when_answering_is_shown(tmp_path, store):
+    from core.service import Service
+    from tests.fake_gemini import FakeGemini
+
+    async with FakeGemini() as fake:
+        settings = fake.settings(Settings().with_(index_dir=tmp_path / "index"), embedding_dim=256,
+                                 retry_attempts=2, retry_initial_delay_s=0.01)
+        service = Service(settings)
+        me = make_me()
+        h = DiscordHandlers(service, store, settings, me=lambda: me)
+        guild = make_guild(GUILD_A)
+        pdf = make_attachment("x200.pdf", MANUAL_A, "application/pdf")
+        idx = make_message("index this", make_text_channel(guild), make_user(manage=True), guild=guild,
+                           mention_me=True, attachments=[pdf])
+        await h.on_message(idx)
+        assert "Indexed" in all_text(idx.create_thread.return_value.send)
+
+        fake.fail_always = 503  # Gemini goes down
+        msg = make_message("How long is the X200 warranty?", make_text_channel(guild), guild=guild, mention_me=True)
+        await h.on_message(msg)
+        text = all_text(msg.create_thread.return_value.send)
+        assert text.startswith("⚠️ Gemini kept") and "Traceback" not in text
