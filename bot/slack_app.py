@@ -1,0 +1,534 @@
+"""Slack adapter: Bolt listeners that turn Slack events into Service calls and post the results.
+
+No retrieval or model logic lives here. The flow for a question:
+event -> (dedupe, trigger rules) -> attachments -> Turn(history from ThreadStore) ->
+service.answer -> rendered messages in the thread -> one message with page previews/crops.
+Every failure is posted in the thread as a short message; details go to the log.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlparse
+
+import aiohttp
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from yarl import URL
+
+from core.config import Settings
+from core.documents import IMAGE_TYPES, PDF_MAGIC, validate_query_image
+from core.errors import BadInput, Busy, PixelragError
+from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
+from core.threads import ThreadStore
+
+from . import slack_render as render
+
+log = logging.getLogger("pixelrag.slack")
+
+IMAGE_MIME = set(IMAGE_TYPES.values())
+PDF_MIME = {"application/pdf"}
+# Message subtypes that are people writing; edits, joins and deletions are not questions.
+HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
+WORKING_REACTION = "eyes"
+INDEX_THIS = re.compile(r"^\s*(re)?index(\s+(this|these|it|them|the attached))?\s*[.!]?\s*$", re.I)
+INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)
+
+
+class AttachmentError(BadInput):
+    """An attached file that cannot be used; the message names it."""
+
+
+class SlackBot:
+    """State shared by the listeners: the service, thread memory, permissions, in-flight work."""
+
+    def __init__(self, settings: Settings, service: Any, store: ThreadStore):
+        self.settings = settings
+        self.service = service
+        self.store = store
+        extra = settings.extra
+        self.token = extra.get("SLACK_BOT_TOKEN", "")
+        self.index_users = {u.strip() for u in extra.get("SLACK_INDEX_USERS", "").split(",") if u.strip()}
+        self.index_anyone = extra.get("SLACK_INDEX_ANYONE", "").lower() in ("1", "true", "yes")
+        self.progress_interval = float(extra.get("SLACK_PROGRESS_INTERVAL", "2.0"))
+        self.command = extra.get("SLACK_COMMAND", "/pixelrag")
+        self._tasks: set[asyncio.Task] = set()
+        self._active = 0
+
+    # ----- in-flight work (tests and shutdown wait on it) -------------------------------------
+    @contextlib.asynccontextmanager
+    async def working(self):
+        self._active += 1
+        try:
+            yield
+        finally:
+            self._active -= 1
+
+    def spawn(self, coro: Awaitable, what: str) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("%s failed", what, exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    async def idle(self, settle: float = 0.15, timeout: float = 120.0) -> None:
+        """Wait until no listener or background task has been running for `settle` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        quiet_since = None
+        while loop.time() < deadline:
+            if self._active or self._tasks:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = loop.time()
+            elif loop.time() - quiet_since >= settle:
+                return
+            await asyncio.sleep(0.01)
+        raise TimeoutError("Slack bot still busy")
+
+    # ----- events ----------------------------------------------------------------------------
+    async def on_app_mention(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        async with self.working():
+            if is_from_bot(event, context.bot_user_id):
+                return
+            if "files" not in event:
+                # app_mention payloads sometimes omit files; the message itself carries them.
+                event = await self.refetch_files(client, event)
+            await self.handle(event, body, client, context)
+
+    async def on_message(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        async with self.working():
+            if event.get("subtype") not in HUMAN_SUBTYPES or is_from_bot(event, context.bot_user_id):
+                return
+            team = team_of(body, event, context)
+            is_dm = event.get("channel_type") == "im"
+            mentioned = mentions(event.get("text", ""), context.bot_user_id)
+            if not (is_dm or mentioned):
+                # A follow-up without a mention counts only in a thread the bot already answered.
+                thread_ts = event.get("thread_ts")
+                if not thread_ts or not await self.store.knows_thread(("slack", team, event["channel"], thread_ts)):
+                    return
+            await self.handle(event, body, client, context)
+
+    async def handle(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        # Retried deliveries repeat the event id; a mention also arrives as a message event with
+        # another id, so the message itself is claimed too.
+        team = team_of(body, event, context)
+        channel, ts = event["channel"], event["ts"]
+        if body.get("event_id") and not await self.store.first_delivery(body["event_id"]):
+            return
+        if not await self.store.first_delivery(f"slack-message:{team}:{channel}:{ts}"):
+            return
+        thread_ts = event.get("thread_ts") or ts
+        text = strip_mentions(event.get("text", ""), context.bot_user_id)
+        files = event.get("files") or []
+        pdfs = [f for f in files if is_pdf(f)]
+        url_request = INDEX_URL.match(text)
+        if (pdfs and INDEX_THIS.match(text or "index")) or url_request:
+            await self.index_from_message(client, team, channel, thread_ts, event.get("user", ""), pdfs,
+                                          url_request.group(1) if url_request else None)
+            return
+        await self.answer(client, team, channel, ts, thread_ts, text, files)
+
+    async def refetch_files(self, client: AsyncWebClient, event: dict) -> dict:
+        thread_ts = event.get("thread_ts") or event["ts"]
+        try:
+            reply = await client.conversations_replies(channel=event["channel"], ts=thread_ts, latest=event["ts"],
+                                                       oldest=event["ts"], inclusive=True, limit=2)
+        except Exception:
+            log.warning("could not re-read message %s for attachments", event["ts"], exc_info=True)
+            return event
+        for message in reply.get("messages", []):
+            if message.get("ts") == event["ts"] and message.get("files"):
+                return {**event, "files": message["files"]}
+        return event
+
+    # ----- answering -------------------------------------------------------------------------
+    async def answer(self, client: AsyncWebClient, team: str, channel: str, ts: str, thread_ts: str,
+                     question: str, files: list[dict]) -> None:
+        key = ("slack", team, channel, thread_ts)
+        status = await self.show_working(client, channel, ts, thread_ts)
+        try:
+            images, problems = await self.read_attachments(files)
+            if not question.strip() and not images:
+                text = "\n".join(f":warning: {render.escape(p)}" for p in problems) or render.HELP
+                await self.post(client, channel, thread_ts, text)
+                return
+            if problems:
+                await self.post(client, channel, thread_ts,
+                                "\n".join(f":warning: {render.escape(p)}" for p in problems))
+            history = await self.store.history(key, limit=self.settings.history_exchanges)
+            turn = Turn(question=question.strip() or "What does this screenshot show?", images=tuple(images),
+                        scope=f"slack:{team}", thread=f"slack:{team}:{channel}:{thread_ts}", history=history)
+            with tempfile.TemporaryDirectory(prefix="pixelrag-slack-") as out_dir:
+                answer = await self.service.answer(turn, out_dir=Path(out_dir))
+                for message in render.render_answer(answer):
+                    await client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                                                  unfurl_media=False, **message)
+                # Stored before the upload so a failed upload cannot lose the turn.
+                await self.store.add(key, Exchange(
+                    question=turn.question,
+                    answer=answer.clarifying_question or answer.markdown,
+                    interpreted=answer.interpreted_question,
+                    cited=tuple((c.doc_id, c.page) for c in answer.citations),
+                ))
+                if not answer.clarifying_question:
+                    await self.upload_previews(client, channel, thread_ts, answer)
+        except PixelragError as exc:
+            log.info("answer in %s/%s refused: %s", channel, thread_ts, exc)
+            await self.post(client, channel, thread_ts, f":warning: {render.escape(str(exc))}")
+        except Exception:
+            log.exception("answering in %s/%s failed", channel, thread_ts)
+            await self.post(client, channel, thread_ts,
+                            ":warning: Sorry, something went wrong while answering. The details are in the bot's log.")
+        finally:
+            await self.clear_working(client, channel, ts, thread_ts, status)
+
+    async def upload_previews(self, client: AsyncWebClient, channel: str, thread_ts: str, answer) -> None:
+        items = render.upload_items(answer)
+        if not items:
+            return
+        try:
+            await client.files_upload_v2(
+                channel=channel, thread_ts=thread_ts, file_uploads=items,
+                initial_comment="Pages cited: " + ", ".join(it["title"] for it in items),
+            )
+        except Exception:
+            log.exception("preview upload to %s/%s failed", channel, thread_ts)
+            await self.post(client, channel, thread_ts,
+                            ":warning: The page previews could not be uploaded; the sources above still name the pages.")
+
+    async def read_attachments(self, files: list[dict]) -> tuple[list[QueryImage], list[str]]:
+        """Usable screenshots, and one message per attachment that could not be used."""
+        images: list[QueryImage] = []
+        problems: list[str] = []
+        for f in files:
+            name = f.get("name") or f.get("title") or f.get("id") or "attachment"
+            mime = (f.get("mimetype") or "").lower()
+            try:
+                if is_pdf(f):
+                    raise AttachmentError(f"{name}: a PDF is not read as a question. "
+                                          "To add it, mention me with “index this” on the message with the PDF.")
+                if mime not in IMAGE_MIME:
+                    raise AttachmentError(f"{name}: {mime or 'this file type'} can't be used; "
+                                          "attach a PNG, JPEG or WebP screenshot.")
+                data = await self.download(f, self.settings.max_image_bytes)
+                images.append(validate_query_image(QueryImage(data, mime, name), self.settings.max_image_bytes))
+            except PixelragError as exc:
+                problems.append(str(exc))
+            except Exception:
+                log.exception("reading attachment %s failed", name)
+                problems.append(f"{name}: the attachment could not be downloaded from Slack.")
+        return images, problems
+
+    async def download(self, file: dict, max_bytes: int) -> bytes:
+        """A Slack-hosted file, fetched with the bot token (redirects followed by hand so the
+        token goes only to the host it was meant for)."""
+        name = file.get("name") or file.get("id") or "attachment"
+        if file.get("file_access") == "check_file_info" or not (file.get("url_private_download") or file.get("url_private")):
+            raise AttachmentError(f"{name}: Slack did not share a download link for this file (a Slack Connect file?).")
+        if (file.get("size") or 0) > max_bytes:
+            raise AttachmentError(f"{name}: {file['size'] / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit.")
+        url = file.get("url_private_download") or file["url_private"]
+        origin = urlparse(url).hostname
+        timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout_s)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            for _ in range(5):
+                host = urlparse(url).hostname or ""
+                headers = {"Authorization": f"Bearer {self.token}"} if host == origin or host.endswith(".slack.com") else {}
+                async with session.get(url, headers=headers, allow_redirects=False) as response:
+                    if response.status in (301, 302, 303, 307, 308) and response.headers.get("Location"):
+                        url = str(response.url.join(URL(response.headers["Location"])))
+                        continue
+                    if response.status != 200:
+                        raise AttachmentError(f"{name}: Slack answered HTTP {response.status} when downloading it.")
+                    ctype = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+                    if ctype == "text/html":
+                        # Slack's answer to a token without files:read: a 200 with its sign-in page.
+                        raise AttachmentError(
+                            f"{name}: Slack sent its sign-in page instead of the file, so I can't read attachments. "
+                            "The app needs the files:read scope: an admin should add it and reinstall the app.")
+                    data = await response.content.read(max_bytes + 1)
+                    if len(data) > max_bytes:
+                        raise AttachmentError(f"{name}: it is over the {max_bytes / 1e6:.0f} MB limit.")
+                    return data
+        raise AttachmentError(f"{name}: too many redirects while downloading it.")
+
+    # ----- status indicator --------------------------------------------------------------------
+    async def show_working(self, client: AsyncWebClient, channel: str, ts: str, thread_ts: str) -> dict:
+        shown = {"reaction": False, "status": False}
+        try:
+            await client.reactions_add(channel=channel, timestamp=ts, name=WORKING_REACTION)
+            shown["reaction"] = True
+        except Exception as exc:
+            log.debug("reaction not added: %s", exc)
+        try:
+            await client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts,
+                                                     status="is reading the documents…")
+            shown["status"] = True
+        except Exception as exc:
+            log.debug("thread status not set: %s", exc)
+        return shown
+
+    async def clear_working(self, client: AsyncWebClient, channel: str, ts: str, thread_ts: str, shown: dict) -> None:
+        if shown.get("status"):
+            with contextlib.suppress(Exception):
+                await client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
+        if shown.get("reaction"):
+            with contextlib.suppress(Exception):
+                await client.reactions_remove(channel=channel, timestamp=ts, name=WORKING_REACTION)
+
+    async def post(self, client: AsyncWebClient, channel: str, thread_ts: str | None, text: str) -> str | None:
+        """A plain message; never raises (it is the last resort for showing a failure)."""
+        try:
+            response = await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text,
+                                                     blocks=[render.section(text[: render.SECTION_LIMIT])])
+            return response.get("ts")
+        except Exception:
+            log.exception("could not post to %s", channel)
+            return None
+
+    # ----- indexing ----------------------------------------------------------------------------
+    async def may_index(self, client: AsyncWebClient, user: str) -> bool:
+        if self.index_anyone or user in self.index_users:
+            return True
+        try:
+            info = (await client.users_info(user=user)).get("user") or {}
+        except Exception:
+            log.exception("users.info for %s failed", user)
+            return False
+        return bool(info.get("is_admin") or info.get("is_owner") or info.get("is_primary_owner"))
+
+    async def index_from_message(self, client: AsyncWebClient, team: str, channel: str, thread_ts: str, user: str,
+                                 pdfs: list[dict], url: str | None) -> None:
+        if not await self.may_index(client, user):
+            await self.post(client, channel, thread_ts, refusal())
+            return
+        scope = f"slack:{team}"
+        if url:
+            await self.run_indexing(client, channel, thread_ts, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed")
+            return
+        for f in pdfs:
+            name = f.get("name") or "document.pdf"
+            try:
+                data = await self.download(f, self.settings.max_pdf_bytes)
+                if not data.lstrip()[:1024].count(PDF_MAGIC):
+                    raise AttachmentError(f"{name}: the file is not a PDF.")
+            except PixelragError as exc:
+                await self.post(client, channel, thread_ts, f":warning: {render.escape(str(exc))}")
+                continue
+            await self.run_indexing(client, channel, thread_ts, name,
+                                    lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p),
+                                    "Indexed")
+
+    async def run_indexing(self, client: AsyncWebClient, channel: str, thread_ts: str | None, name: str,
+                           work: Callable[[Callable[[Progress], None]], Awaitable[IndexReport]], verb: str,
+                           respond: Callable | None = None) -> None:
+        """Run one indexing job, editing one progress message (throttled) and ending with a summary."""
+        progress = ProgressBoard(name)
+        ts = await self.post(client, channel, thread_ts, render.progress_text(name, None))
+        if ts is None and respond is not None:
+            # Not in the channel: the response_url is the only way back to the user.
+            await respond(text=render.progress_text(name, None), response_type="ephemeral")
+        updater = self.spawn(self.update_progress(client, channel, ts, progress), "progress updates") if ts else None
+        try:
+            report = await work(progress)
+            final = render.report_text(verb, report)
+        except Busy as exc:
+            final = f":hourglass: {render.escape(str(exc))} I'll leave it to the run already in progress."
+        except PixelragError as exc:
+            final = f":warning: {render.escape(str(exc))}"
+        except Exception:
+            log.exception("indexing %s failed", name)
+            final = f":warning: Indexing {render.escape(name)} failed. The details are in the bot's log."
+        finally:
+            progress.finished = True
+            if updater is not None:
+                updater.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await updater
+        if ts is not None:
+            try:
+                await client.chat_update(channel=channel, ts=ts, text=final, blocks=[render.section(final)])
+            except Exception:
+                log.exception("could not update progress message")
+                await self.post(client, channel, thread_ts, final)
+        elif respond is not None:
+            await respond(text=final, response_type="ephemeral")
+
+    async def update_progress(self, client: AsyncWebClient, channel: str, ts: str, board: "ProgressBoard") -> None:
+        shown = None
+        while not board.finished:
+            await asyncio.sleep(self.progress_interval)
+            latest = board.latest
+            if latest is not None and latest != shown and not board.finished:
+                shown = latest
+                text = render.progress_text(board.name, latest)
+                try:
+                    await client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.section(text)])
+                except Exception as exc:
+                    log.warning("progress update failed: %s", exc)
+
+    # ----- /pixelrag -----------------------------------------------------------------------------
+    async def on_command(self, ack, command: dict, client: AsyncWebClient, respond, context) -> None:
+        async with self.working():
+            text = (command.get("text") or "").strip()
+            sub, _, arg = text.partition(" ")
+            sub, arg = sub.lower(), arg.strip()
+            team = command.get("team_id") or context.team_id or ""
+            scope = f"slack:{team}"
+            if sub == "list":
+                await ack(text=render.documents_text(self.service.documents(scope), scope))
+            elif sub == "status":
+                await ack(text=render.status_text(self.service.status(), self.service.indexing_now()))
+            elif sub in ("index", "reindex", "remove") and (arg or sub == "reindex"):
+                await ack(text=f"Working on `{render.escape(text)}`…")
+                self.spawn(self.command_job(client, respond, command, sub, arg, scope), f"{self.command} {sub}")
+            else:
+                # Unknown subcommands, `help` and missing arguments all get the help text.
+                await ack(text=render.HELP)
+
+    async def command_job(self, client: AsyncWebClient, respond, command: dict, sub: str, arg: str, scope: str) -> None:
+        channel = command.get("channel_id", "")
+        try:
+            if not await self.may_index(client, command.get("user_id", "")):
+                await respond(text=refusal(), response_type="ephemeral")
+                return
+            if sub == "remove":
+                document = await self.service.remove(scope, arg)
+                await respond(text=f":wastebasket: Removed {render.escape(document.title)}.", response_type="ephemeral")
+            elif sub == "index":
+                url = arg.strip("<>").split("|")[0]
+                if not url.startswith(("http://", "https://")):
+                    raise BadInput(f"`{arg}` is not a URL. Use `{self.command} index https://…/file.pdf`.")
+                await self.run_indexing(client, channel, None, url,
+                                        lambda p: self.service.index([url], scope=scope, progress=p), "Indexed", respond)
+            else:
+                await self.run_indexing(client, channel, None, arg or "this workspace's documents",
+                                        lambda p: self.service.reindex(scope, arg or None, progress=p), "Reindexed", respond)
+        except PixelragError as exc:
+            await respond(text=f":warning: {render.escape(str(exc))}", response_type="ephemeral")
+        except Exception:
+            log.exception("%s %s failed", self.command, sub)
+            await respond(text=f":warning: `{self.command} {sub}` failed. The details are in the bot's log.",
+                          response_type="ephemeral")
+
+
+class ProgressBoard:
+    """The latest progress of one job. The service may call it from a worker thread: it only
+    stores a reference, and the updater task on the event loop reads it on its own schedule."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.latest: Progress | None = None
+        self.finished = False
+
+    def __call__(self, progress: Progress) -> None:
+        self.latest = progress
+
+
+def refusal() -> str:
+    return (":no_entry: Only workspace admins and the users listed in SLACK_INDEX_USERS can add or remove "
+            "documents. Ask an admin to do it for you.")
+
+
+def team_of(body: dict, event: dict, context) -> str:
+    return body.get("team_id") or event.get("team") or getattr(context, "team_id", None) or ""
+
+
+def mentions(text: str, bot_user_id: str | None) -> bool:
+    return bool(bot_user_id) and f"<@{bot_user_id}" in (text or "")
+
+
+def strip_mentions(text: str, bot_user_id: str | None) -> str:
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(\|[^>]*)?>", " ", text or "")
+    return " ".join((text or "").split())
+
+
+def is_from_bot(event: dict, bot_user_id: str | None) -> bool:
+    return bool(event.get("bot_id") or event.get("subtype") == "bot_message"
+                or (bot_user_id and event.get("user") == bot_user_id))
+
+
+def is_pdf(file: dict) -> bool:
+    return (file.get("mimetype") or "").lower() in PDF_MIME or (file.get("filetype") or "").lower() == "pdf"
+
+
+def make_client(settings: Settings) -> AsyncWebClient:
+    base = settings.extra.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
+    client = AsyncWebClient(token=settings.extra.get("SLACK_BOT_TOKEN"), base_url=base.rstrip("/") + "/",
+                            timeout=int(settings.request_timeout_s))
+    client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=2))
+    return client
+
+
+def build_app(settings: Settings, service: Any, store: ThreadStore, client: AsyncWebClient | None = None) -> AsyncApp:
+    """The Bolt app with every listener registered; `app.pixelrag` is the SlackBot behind it."""
+    client = client or make_client(settings)
+    bot = SlackBot(settings, service, store)
+    bot.token = client.token or bot.token
+    secret = settings.extra.get("SLACK_SIGNING_SECRET", "")
+    app = AsyncApp(client=client, signing_secret=secret, request_verification_enabled=bool(secret),
+                   logger=logging.getLogger("pixelrag.slack.bolt"))
+
+    app.event("app_mention")(bot.on_app_mention)
+    app.event("message")(bot.on_message)
+    app.command(bot.command)(bot.on_command)
+
+    # Subscribed but not acted on: unhandled events get a 404, which Slack retries.
+    @app.event("file_shared")
+    async def ignore(ack) -> None:
+        await ack()
+
+    app.pixelrag = bot  # type: ignore[attr-defined]
+    return app
+
+
+async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> None:
+    """Run the bot until cancelled: Socket Mode by default, or the Events API over HTTP."""
+    from core.service import Service  # imported here: the service pulls in the whole pipeline
+
+    extra = settings.extra
+    if not extra.get("SLACK_BOT_TOKEN"):
+        raise BadInput("SLACK_BOT_TOKEN is not set (the xoxb- token from OAuth & Permissions).")
+    if http and not extra.get("SLACK_SIGNING_SECRET"):
+        raise BadInput("SLACK_SIGNING_SECRET is required with --http (Basic Information → Signing Secret).")
+    if not http and not extra.get("SLACK_APP_TOKEN"):
+        raise BadInput("SLACK_APP_TOKEN is not set (an xapp- token with connections:write) — or use --http.")
+    store = await ThreadStore(Path(extra.get("SLACK_THREADS_DB") or settings.index_dir / "threads.sqlite")).open()
+    app = build_app(settings, Service(settings), store)
+    try:
+        if http:
+            from aiohttp import web
+
+            runner = web.AppRunner(app.web_app(path="/slack/events", port=port))
+            await runner.setup()
+            await web.TCPSite(runner, "0.0.0.0", port).start()
+            log.info("Slack Events API on :%d/slack/events", port)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await runner.cleanup()
+        else:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+            handler = AsyncSocketModeHandler(app, extra["SLACK_APP_TOKEN"])
+            log.info("Slack Socket Mode connecting")
+            try:
+                await handler.start_async()
+            finally:
+                await handler.close_async()
+    finally:
+        await store.close()

@@ -1,0 +1,233 @@
+"""Answer records -> Slack messages (Block Kit) and the file list for the preview upload.
+
+Pure functions, no network: the adapter posts what these return.
+Slack limits honoured here: section text <= 3000 characters, <= 50 blocks per message, and a
+conservative total per message (payloads near 13k characters of blocks get msg_blocks_too_long).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from core.records import Answer, Citation, Document, IndexReport, Progress
+
+SECTION_LIMIT = 3000
+BLOCKS_PER_MESSAGE = 50
+CHARS_PER_MESSAGE = 11_000
+MAX_UPLOADS = 10
+FALLBACK_LIMIT = 3000  # the notification `text`; Slack allows more, but a notification is a preview
+
+HELP = """*pixelrag* answers questions about your team's PDFs from the page images.
+• Mention me with a question (attach a screenshot if it helps); I answer in a thread and keep following that thread.
+• `/pixelrag index <url>` — add a PDF to this workspace (or mention me with “index this” on a message with a PDF attached)
+• `/pixelrag reindex [document]` — rebuild one document or all of this workspace's documents
+• `/pixelrag list` — documents this workspace can search
+• `/pixelrag remove <document>` — remove one of this workspace's documents
+• `/pixelrag status` — index and backend status
+• `/pixelrag help` — this text
+Indexing and removing are limited to workspace admins and the users listed in SLACK_INDEX_USERS."""
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters; everything else is literal in mrkdwn."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+")
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """Convert the reader's Markdown to Slack mrkdwn; code fences are copied untouched."""
+    out: list[str] = []
+    in_code = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            out.append("```")
+            continue
+        if in_code:
+            out.append(escape(line))
+            continue
+        out.append(_inline(line))
+    if in_code:
+        out.append("```")
+    return "\n".join(out).strip()
+
+
+def _inline(line: str) -> str:
+    heading = _HEADING.match(line)
+    if heading:
+        line = "**" + heading.group(1) + "**" if heading.group(1) else ""
+    line = _BULLET.sub(lambda m: m.group(1) + "• ", line)
+    # Links are protected before escaping so their URLs keep their characters.
+    links: list[str] = []
+
+    def keep_link(m: re.Match) -> str:
+        links.append(f"<{m.group(2)}|{escape(m.group(1))}>")
+        return f"\x00{len(links) - 1}\x00"
+
+    line = escape(_LINK.sub(keep_link, line))
+    line = _BOLD.sub(lambda m: "\x01" + m.group(2) + "\x01", line)
+    line = _ITALIC.sub(lambda m: "_" + m.group(1) + "_", line)
+    line = line.replace("\x01", "*")
+    return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], line)
+
+
+def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
+    """Pieces of at most `limit` characters, cut at paragraph, line, then word boundaries."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max(window.rfind("\n\n"), -1)
+        if cut < limit // 3:
+            cut = window.rfind("\n")
+        if cut < limit // 3:
+            cut = window.rfind(" ")
+        if cut < limit // 3:
+            cut = limit
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def context(text: str) -> dict:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
+
+
+def source_line(citation: Citation) -> str:
+    line = f"• {escape(citation.label)}"
+    if citation.quote:
+        quote = " ".join(citation.quote.split())
+        quote = quote if len(quote) <= 160 else quote[:157].rstrip() + "…"
+        line += f" — “{escape(quote)}”"
+    if citation.highlight is not None and citation.highlight.kind == "approximate":
+        line += " _(approximate highlight)_"
+    return line
+
+
+def answer_blocks(answer: Answer) -> list[dict]:
+    """All blocks of an answer, in reading order, each within the section limit."""
+    blocks: list[dict] = []
+    if answer.changed_question and answer.interpreted_question.strip():
+        blocks.append(context(f"Interpreted as: {escape(answer.interpreted_question.strip())}"))
+    for piece in split_text(to_mrkdwn(answer.markdown) or "_(no answer text)_"):
+        blocks.append(section(piece))
+    if answer.limitations:
+        text = "*Limitations*\n" + "\n".join(f"• {escape(x)}" for x in answer.limitations)
+        blocks.extend(section(p) for p in split_text(text))
+    if answer.citations:
+        text = "*Sources*\n" + "\n".join(source_line(c) for c in answer.citations)
+        blocks.extend(section(p) for p in split_text(text))
+    for note in answer.notes:
+        blocks.append(context(f":warning: {escape(note)}"))
+    return blocks
+
+
+def pack_messages(blocks: list[dict], fallback: str) -> list[dict]:
+    """Group blocks into chat.postMessage payloads (<= 50 blocks, bounded size), each with `text`."""
+    messages: list[dict] = []
+    current: list[dict] = []
+    size = 0
+    for block in blocks:
+        length = len(_block_chars(block))
+        if current and (len(current) >= BLOCKS_PER_MESSAGE or size + length > CHARS_PER_MESSAGE):
+            messages.append({"blocks": current})
+            current, size = [], 0
+        current.append(block)
+        size += length
+    if current:
+        messages.append({"blocks": current})
+    for i, message in enumerate(messages):
+        text = fallback if i == 0 else _block_chars(message["blocks"][0])
+        message["text"] = _clip(text, FALLBACK_LIMIT)
+    return messages
+
+
+def render_answer(answer: Answer) -> list[dict]:
+    """chat.postMessage payloads (blocks + text) for an answer or a clarifying question."""
+    if answer.clarifying_question:
+        question = escape(answer.clarifying_question.strip())
+        blocks = [section(f":question: {piece}") for piece in split_text(question, SECTION_LIMIT - 20)]
+        return pack_messages(blocks, answer.clarifying_question.strip())
+    fallback = " ".join(answer.markdown.split()) or "Answer"
+    return pack_messages(answer_blocks(answer), fallback)
+
+
+def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
+    """Page previews and highlight crops for files_upload_v2, each titled "document p. N"."""
+    items: list[dict] = []
+    seen: set[str] = set()
+    for citation in answer.citations:
+        for path, suffix in ((citation.preview_path, ""), (citation.crop_path, " (highlight)")):
+            if not path or path in seen or not Path(path).is_file():
+                continue
+            seen.add(path)
+            title = f"{citation.title} p. {citation.page}{suffix}"
+            stem = re.sub(r"[^\w.-]+", "_", Path(citation.title).stem)[:60] or "page"
+            kind = "highlight" if suffix else "page"
+            filename = f"{stem}-p{citation.page}-{kind}{Path(path).suffix or '.png'}"
+            items.append({"file": path, "title": title, "filename": filename,
+                          "alt_txt": f"{citation.label}{' highlight' if suffix else ' preview'}"})
+            if len(items) >= limit:
+                return items
+    return items
+
+
+def documents_text(documents: list[Document], scope: str) -> str:
+    if not documents:
+        return "No documents yet. Add one with `/pixelrag index <url>`."
+    own = [d for d in documents if d.scope == scope]
+    shared = [d for d in documents if d.scope != scope]
+    lines: list[str] = []
+    for heading, docs in (("This workspace", own), ("Shared collection", shared)):
+        if docs:
+            lines.append(f"*{heading}* ({len(docs)})")
+            lines.extend(f"• {escape(d.title)} — {d.page_count} pages (`{d.doc_id}`)" for d in docs)
+    return _clip("\n".join(lines), SECTION_LIMIT)
+
+
+def progress_text(name: str, progress: Progress | None) -> str:
+    if progress is None or progress.total <= 0:
+        return f":hourglass_flowing_sand: Indexing {escape(name)}: starting…"
+    doc = escape(progress.document or name)
+    return f":hourglass_flowing_sand: Indexing {doc}: {progress.stage} {progress.done} of {progress.total} pages"
+
+
+def report_text(verb: str, report: IndexReport) -> str:
+    names = ", ".join(escape(d.title) for d in report.documents) or "nothing"
+    pages = sum(d.page_count for d in report.documents)
+    text = f":white_check_mark: {verb} {names}: {pages} page{'s' if pages != 1 else ''}"
+    unchanged = max(0, pages - report.pages_embedded)
+    text += f" ({unchanged} unchanged since the last build)." if unchanged else "."
+    if report.skipped:
+        text += "\n" + "\n".join(f":warning: {escape(s)}" for s in report.skipped)
+    return _clip(text, SECTION_LIMIT)
+
+
+def status_text(status: dict, indexing: list[str]) -> str:
+    lines = [f"• {escape(str(k))}: {escape(str(v))}" for k, v in status.items()]
+    lines.append("• indexing now: " + (escape(", ".join(indexing)) if indexing else "nothing"))
+    return _clip("*pixelrag status*\n" + "\n".join(lines), SECTION_LIMIT)
+
+
+def _block_chars(block) -> str:
+    if isinstance(block, list):
+        return "\n".join(_block_chars(b) for b in block)
+    if isinstance(block.get("text"), dict):
+        return block["text"].get("text", "")
+    return "\n".join(e.get("text", "") for e in block.get("elements", []) if isinstance(e, dict))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,500 @@
+"""The Slack adapter end to end, offline: signed Events API requests and slash commands go through
+Bolt (AsyncApp.async_dispatch) to the real Service (local backend) and out to a loopback fake of the
+Slack Web API (tests/fake_slack.py)."""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pymupdf
+import pytest
+from PIL import Image, ImageDraw
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+
+from bot import slack_render as render
+from bot.slack_app import build_app
+from core.config import Settings
+from core.records import Answer, Citation, Exchange
+from core.service import Service
+from core.threads import ThreadStore
+from tests.fake_slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack
+
+SECRET = "test-signing-secret"
+CHANNEL = "C100"
+TS = itertools.count(1)
+
+
+def make_pdf(lines_per_page: list[list[str]], title: str = "") -> bytes:
+    doc = pymupdf.open()
+    for lines in lines_per_page:
+        page = doc.new_page(width=595, height=842)
+        y = 80
+        for line in lines:
+            page.insert_text((60, y), line, fontsize=13)
+            y += 24
+    if title:
+        doc.set_metadata({"title": title})
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+PUMP_PDF = make_pdf([
+    ["Aquaflow X200 centrifugal pump datasheet", "Maximum flow rate: 120 litres per minute.",
+     "Maximum head: 42 metres.", "Motor power: 1.1 kW at 230 V."],
+    ["Aquaflow X200 mechanical data", "Weight: 14 kg without water.", "Width: 320 mm, height: 410 mm.",
+     "Warranty: 3 years."],
+])
+SECRET_PDF = make_pdf([
+    ["Zephyr Q9 turbine service manual", "Zephyr Q9 blade pitch torque: 85 Nm.",
+     "Zephyr Q9 service interval: every 900 operating hours."],
+])
+
+
+class SpyService:
+    """The real Service, with the turns it was asked recorded (to check history and images)."""
+
+    def __init__(self, real: Service):
+        self.real = real
+        self.turns = []
+        self.answers: list[Answer] = []
+
+    async def answer(self, turn, out_dir=None):
+        self.turns.append(turn)
+        answer = await self.real.answer(turn, out_dir)
+        self.answers.append(answer)
+        return answer
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@dataclass
+class Harness:
+    app: object
+    fake: FakeSlack
+    service: SpyService
+    store: ThreadStore
+    settings: Settings
+
+    @property
+    def bot(self):
+        return self.app.pixelrag
+
+    def _ts(self) -> str:
+        return f"1700000000.{next(TS):06d}"  # unique across harnesses (restarts share a database)
+
+    async def dispatch(self, raw: str, content_type: str, extra_headers: dict | None = None, secret: str = SECRET):
+        stamp = str(int(time.time()))
+        headers = {
+            "content-type": [content_type],
+            "x-slack-request-timestamp": [stamp],
+            "x-slack-signature": [SignatureVerifier(secret).generate_signature(timestamp=stamp, body=raw)],
+            **(extra_headers or {}),
+        }
+        return await self.app.async_dispatch(AsyncBoltRequest(body=raw, headers=headers))
+
+    async def event(self, event: dict, *, team: str = "T1", event_id: str | None = None, retry: int = 0,
+                    secret: str = SECRET):
+        event.setdefault("ts", self._ts())
+        event.setdefault("channel", CHANNEL)
+        event.setdefault("event_ts", event["ts"])
+        event.setdefault("team", team)
+        body = {
+            "token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
+            "event_id": event_id or f"Ev{event['ts'].replace('.', '')}{event['type']}",
+            "event_time": int(time.time()), "event": event,
+            "authorizations": [{"team_id": team, "user_id": BOT_USER_ID, "is_bot": True}],
+        }
+        headers = {"x-slack-retry-num": [str(retry)], "x-slack-retry-reason": ["http_timeout"]} if retry else None
+        response = await self.dispatch(json.dumps(body), "application/json", headers, secret)
+        return event, response
+
+    async def mention(self, text: str, *, team: str = "T1", thread_ts: str | None = None, files=None, **kw):
+        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {text}"}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        if files is not None:
+            event["files"] = files
+        return await self.event(event, team=team, **kw)
+
+    async def command(self, text: str, *, user: str = "UADMIN", team: str = "T1"):
+        body = urlencode({
+            "token": "legacy", "team_id": team, "team_domain": "test", "channel_id": CHANNEL,
+            "channel_name": "general", "user_id": user, "user_name": user.lower(), "command": "/pixelrag",
+            "text": text, "api_app_id": "A1", "response_url": self.fake.response_url(),
+            "trigger_id": "1.2.3",
+        })
+        return await self.dispatch(body, "application/x-www-form-urlencoded")
+
+    def image_file(self, name: str, data: bytes, mimetype: str = "image/png", url_name: str | None = None) -> dict:
+        url = self.fake.add_private_file(url_name or name, data, mimetype) if url_name != "" else ""
+        return {"id": "F" + name, "name": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
+                "size": len(data), "url_private": url, "url_private_download": url}
+
+
+def base_settings(fake: FakeSlack, tmp_path: Path, **extra) -> Settings:
+    return Settings(index_dir=tmp_path / "index", extra={
+        "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
+        "SLACK_PROGRESS_INTERVAL": "0.05", **extra,
+    })
+
+
+@pytest.fixture
+def fake():
+    server = FakeSlack().start()
+    server.admins.add("UADMIN")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def make_harness(fake, tmp_path):
+    stores = []
+
+    async def make(settings: Settings | None = None, service: Service | None = None) -> Harness:
+        settings = settings or base_settings(fake, tmp_path)
+        store = ThreadStore(tmp_path / "threads.sqlite")
+        stores.append(store)
+        spy = SpyService(service or Service(settings))
+        return Harness(build_app(settings, spy, store), fake, spy, store, settings)
+
+    yield make
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture
+async def slack(make_harness) -> Harness:
+    harness = await make_harness()
+    await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    return harness
+
+
+def answer_posts(fake: FakeSlack, thread_ts: str):
+    return [c for c in fake.posts(thread_ts) if c.params.get("blocks")]
+
+
+# ----- questions ---------------------------------------------------------------------------------
+
+async def test_mention_answers_in_thread_with_previews(slack: Harness):
+    event, response = await slack.mention("What is the maximum flow rate of the X200 pump?")
+    assert response.status == 200
+    await slack.bot.idle()
+    fake = slack.fake
+    thread = fake.thread_text(event["ts"])
+    assert "120" in thread
+    assert "x200-datasheet.pdf, p. 1" in thread  # one sources line per citation
+    posts = fake.posts(event["ts"])
+    assert posts and all(p.params["channel"] == CHANNEL and p.params.get("text") for p in posts)
+    # Working indicator shown, then cleared.
+    assert fake.calls_to("reactions.add")[0].params["name"] == "eyes"
+    assert fake.calls_to("reactions.remove")
+    statuses = [c.params.get("status") for c in fake.calls_to("assistant.threads.setStatus")]
+    assert statuses[0] and statuses[-1] == ""
+    # One upload message in the thread, with files titled "document p. N".
+    [complete] = fake.calls_to("files.completeUploadExternal")
+    assert complete.params["thread_ts"] == event["ts"] and complete.params["channel_id"] == CHANNEL
+    titles = [f["title"] for f in complete.params["files"]]
+    assert titles and titles[0] == "x200-datasheet.pdf p. 1"
+    assert all(t.startswith("x200-datasheet.pdf p. ") for t in titles) and len(titles) <= 10
+    assert len(fake.uploads) == len(titles)
+    assert all(data[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0", b"\xff\xd8\xff\xe1") or data[:2] == b"\xff\xd8"
+               for data in fake.uploads.values())
+    # The turn was stored for follow-ups.
+    history = await slack.store.history(("slack", "T1", CHANNEL, event["ts"]))
+    assert history and history[0].cited and history[0].cited[0][1] == 1
+
+
+async def test_follow_up_without_mention_uses_stored_history(slack: Harness, make_harness):
+    first, _ = await slack.mention("What is the maximum flow rate of the X200 pump?")
+    await slack.bot.idle()
+    # A restart: a new app and a new store object on the same database still know the thread.
+    await slack.store.close()
+    again = await make_harness(settings=slack.settings, service=slack.service.real)
+    follow, _ = await again.event({"type": "message", "channel_type": "channel", "user": "U1",
+                                   "text": "And what is its weight?", "thread_ts": first["ts"]})
+    await again.bot.idle()
+    [turn] = again.service.turns
+    assert turn.history and "flow rate" in turn.history[0].question
+    assert turn.scope == "slack:T1"
+    answer = again.service.answers[0]
+    assert answer.changed_question and "X200" in answer.interpreted_question
+    thread = again.fake.thread_text(first["ts"])
+    assert f"Interpreted as: {render.escape(answer.interpreted_question)}" in thread
+    assert "14 kg" in thread
+    assert "x200-datasheet.pdf, p. 2" in thread
+    # A message in a thread the bot never answered is left alone.
+    await again.event({"type": "message", "channel_type": "channel", "user": "U1", "text": "unrelated chat",
+                       "thread_ts": "1600000000.000001"})
+    await again.bot.idle()
+    assert not again.fake.posts("1600000000.000001")
+    assert len(again.service.turns) == 1
+
+
+async def test_screenshot_is_downloaded_with_the_bot_token_and_used(slack: Harness):
+    shot = Image.new("RGB", (420, 90), "white")
+    ImageDraw.Draw(shot).text((10, 30), "X200 weight", fill="black")
+    buf = io.BytesIO()
+    shot.save(buf, "PNG")
+    files = [slack.image_file("screenshot.png", buf.getvalue())]
+    event, _ = await slack.mention("What does this label mean for the X200 pump?", files=files)
+    await slack.bot.idle()
+    [download] = slack.fake.calls_to("download")
+    assert download.headers.get("Authorization") == f"Bearer {BOT_TOKEN}"
+    [turn] = slack.service.turns
+    assert len(turn.images) == 1 and turn.images[0].mime_type == "image/png" and turn.images[0].data == buf.getvalue()
+    assert "x200-datasheet.pdf, p." in slack.fake.thread_text(event["ts"])
+
+
+async def test_missing_files_read_scope_is_reported(slack: Harness):
+    png = io.BytesIO()
+    Image.new("RGB", (40, 40), "red").save(png, "PNG")
+    # A URL the fake does not know answers like Slack without files:read: 200 + the sign-in page.
+    file = slack.image_file("label.png", png.getvalue(), url_name="label.png")
+    file["url_private"] = file["url_private_download"] = slack.fake.base_url + "/files/not-allowed.png"
+    event, _ = await slack.mention("What is the X200 weight?", files=[file])
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "label.png" in thread and "files:read" in thread and "sign-in page" in thread
+    # The question itself is still answered, without the image.
+    assert slack.service.turns and not slack.service.turns[0].images
+    assert "14 kg" in thread
+
+
+async def test_unusable_attachment_is_named(slack: Harness):
+    files = [slack.image_file("notes.docx", b"PK\x03\x04 not a picture",
+                              mimetype="application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+             slack.image_file("broken.png", b"\x89PNG this is not really a png")]
+    event, _ = await slack.mention("", files=files)
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "notes.docx" in thread and "PNG, JPEG or WebP" in thread
+    assert "broken.png" in thread and "not a readable" in thread
+    assert not slack.service.turns  # nothing usable was asked
+
+
+async def test_retried_delivery_is_answered_once(slack: Harness):
+    event, _ = await slack.mention("What is the maximum head of the X200?", event_id="EvRETRY1")
+    await slack.event(dict(event), event_id="EvRETRY1", retry=1)
+    await slack.bot.idle()
+    # The same message also arriving as a `message` event (another event id) is not answered twice.
+    await slack.event({**event, "type": "message", "channel_type": "channel"}, event_id="EvRETRY1msg")
+    await slack.bot.idle()
+    assert len(slack.service.turns) == 1
+    assert len(answer_posts(slack.fake, event["ts"])) == 1
+    assert "42" in slack.fake.thread_text(event["ts"])
+
+
+async def test_own_and_other_bot_messages_are_ignored(slack: Harness):
+    first, _ = await slack.mention("What is the X200 motor power?")
+    await slack.bot.idle()
+    turns = len(slack.service.turns)
+    posts = len(slack.fake.posts())
+    await slack.event({"type": "message", "channel_type": "channel", "user": BOT_USER_ID, "bot_id": BOT_ID,
+                       "text": "The motor power is 1.1 kW", "thread_ts": first["ts"]})
+    await slack.event({"type": "message", "channel_type": "channel", "subtype": "bot_message", "bot_id": "BOTHER",
+                       "text": f"<@{BOT_USER_ID}> what is its weight?", "thread_ts": first["ts"]})
+    await slack.event({"type": "message", "channel_type": "im", "channel": "D1", "user": "UOTHER", "bot_id": "BOTHER",
+                       "text": "hello bot"})
+    await slack.bot.idle()
+    assert len(slack.service.turns) == turns
+    assert len(slack.fake.posts()) == posts
+
+
+async def test_direct_message_is_answered(slack: Harness):
+    event, _ = await slack.event({"type": "message", "channel_type": "im", "channel": "D42", "user": "U1",
+                                  "text": "How long is the X200 warranty?"})
+    await slack.bot.idle()
+    assert "3 years" in slack.fake.thread_text(event["ts"])
+    assert all(c.params["channel"] == "D42" for c in slack.fake.posts(event["ts"]))
+
+
+async def test_upload_failure_leaves_a_visible_note(slack: Harness):
+    slack.fake.fail["files.completeUploadExternal"] = "internal_error"
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "14 kg" in thread and "previews could not be uploaded" in thread
+
+
+async def test_bad_signature_is_rejected(slack: Harness):
+    _, response = await slack.mention("What is the X200 weight?", secret="wrong-secret")
+    assert response.status == 401
+    await slack.bot.idle()
+    assert not slack.service.turns
+
+
+# ----- isolation and failures ------------------------------------------------------------------------
+
+async def test_workspaces_are_isolated(slack: Harness, tmp_path):
+    # T1 owns the Zephyr manual; T2 sees only the shared collection (the pump datasheet, shared).
+    shared = tmp_path / "shared-pump.pdf"
+    shared.write_bytes(make_pdf([["Borealis B7 heat exchanger", "Borealis B7 capacity: 35 kW."]]))
+    await slack.service.real.index([str(shared)])
+    await slack.service.real.index_bytes(SECRET_PDF, "zephyr-q9-manual.pdf", scope="slack:T1")
+    event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T2")
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    answer = slack.service.answers[-1]
+    assert slack.service.turns[-1].scope == "slack:T2"
+    assert all(h.title != "zephyr-q9-manual.pdf" and h.title != "x200-datasheet.pdf" for h in answer.hits)
+    assert "zephyr-q9-manual" not in thread and "85 Nm" not in thread and "x200-datasheet" not in thread
+    uploaded = [f["title"] for c in slack.fake.calls_to("files.completeUploadExternal") for f in c.params["files"]]
+    assert not any("zephyr" in t or "x200" in t for t in uploaded)
+    # T2's document list shows only the shared collection; T1 sees its own as well.
+    response = await slack.command("list", team="T2")
+    assert "shared-pump.pdf" in response.body and "zephyr" not in response.body
+    response = await slack.command("list", team="T1")
+    assert "zephyr-q9-manual.pdf" in response.body
+    # And T1 does get the manual.
+    event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T1")
+    await slack.bot.idle()
+    assert "85 Nm" in slack.fake.thread_text(event["ts"])
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_harness, tmp_path, caplog):
+    settings = base_settings(fake, tmp_path).with_(
+        backend="gemini", gemini_api_key="x", gemini_base_url=f"http://127.0.0.1:{closed_port()}",
+        retry_attempts=2, retry_initial_delay_s=0.01, request_timeout_s=5)
+    harness = await make_harness(settings=settings)
+    root = "1700000099.000001"
+    # An earlier turn in the thread: the follow-up needs Gemini to rewrite the question.
+    await harness.store.add(("slack", "T1", CHANNEL, root), Exchange("What is the X200 flow rate?", "120 l/min"))
+    event, _ = await harness.event({"type": "message", "channel_type": "channel", "user": "U1",
+                                    "text": "and its weight?", "thread_ts": root})
+    await harness.bot.idle()
+    posts = fake.posts(root)
+    assert len(posts) == 1
+    text = posts[0].params["text"]
+    assert "Gemini" in text and len(text) < 400 and "Traceback" not in text
+    assert fake.calls_to("reactions.remove")  # the working indicator is cleared on failure too
+
+
+# ----- /pixelrag --------------------------------------------------------------------------------------
+
+async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    response = await slack.command(f"index {url}")
+    assert response.status == 200 and "Working on" in response.body
+    await slack.bot.idle()
+    fake = slack.fake
+    [progress] = [c for c in fake.posts() if "Indexing" in c.params["text"]]
+    assert progress.params["channel"] == CHANNEL
+    updates = fake.calls_to("chat.update")
+    assert updates, "progress message never edited"
+    final = updates[-1].params["text"]
+    assert "Indexed" in final and "q9-manual.pdf" in final and "1 page." in final
+    assert all(u.params["ts"] == fake.messages[CHANNEL][0]["ts"] for u in updates)
+    assert [d.title for d in slack.service.real.documents("slack:T1") if d.title == "q9-manual.pdf"]
+    assert not [d for d in slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
+
+
+async def test_index_refused_for_non_admin(slack: Harness):
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    response = await slack.command(f"index {url}", user="UPLAIN")
+    assert response.status == 200
+    await slack.bot.idle()
+    [reply] = slack.fake.calls_to("response_url")
+    assert "Only workspace admins" in reply.params["text"]
+    assert not slack.fake.calls_to("public_download")
+    assert slack.fake.calls_to("users.info")[0].params["user"] == "UPLAIN"
+
+
+async def test_index_users_setting_allows_a_listed_user(make_harness, fake, tmp_path):
+    harness = await make_harness(settings=base_settings(fake, tmp_path, SLACK_INDEX_USERS="UPLAIN, UOTHER"))
+    url = fake.add_public_file("pump.pdf", PUMP_PDF)
+    await harness.command(f"index {url}", user="UPLAIN")
+    await harness.bot.idle()
+    assert [d.title for d in harness.service.real.documents("slack:T1")] == ["pump.pdf"]
+
+
+async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
+    pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
+    event, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
+                                  "files": [pdf]})
+    await slack.bot.idle()
+    assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+    assert "q9.pdf" in [d.title for d in slack.service.real.documents("slack:T1")]
+
+
+async def test_second_index_of_the_same_document_is_refused_politely(slack: Harness):
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    await slack.command(f"index {url}")
+    await slack.command(f"index {url}")
+    await slack.bot.idle()
+    finals = [c.params["text"] for c in slack.fake.calls_to("chat.update") if ":hourglass_flowing" not in c.params["text"]]
+    assert any("Indexed" in t for t in finals)
+    assert any("already being indexed" in t for t in finals)
+
+
+async def test_unknown_subcommand_gets_help(slack: Harness):
+    response = await slack.command("frobnicate now")
+    assert response.status == 200 and "/pixelrag index <url>" in response.body
+    response = await slack.command("")
+    assert "/pixelrag list" in response.body
+
+
+async def test_remove_and_status(slack: Harness):
+    response = await slack.command("status")
+    assert "pixelrag status" in response.body
+    await slack.command("remove x200-datasheet.pdf", user="UPLAIN")
+    await slack.bot.idle()
+    assert "Only workspace admins" in slack.fake.calls_to("response_url")[-1].params["text"]
+    await slack.command("remove x200-datasheet.pdf")
+    await slack.bot.idle()
+    assert "Removed x200-datasheet.pdf" in slack.fake.calls_to("response_url")[-1].params["text"]
+    assert not slack.service.real.documents("slack:T1")
+
+
+# ----- rendering (no network) -----------------------------------------------------------------------
+
+def test_long_answers_are_split_within_slack_limits():
+    markdown = "\n\n".join(f"## Part {i}\n" + ("**Flow** rate is [listed](https://example.com/a) & more. " * 40)
+                           for i in range(30))
+    cites = tuple(Citation("d1", "manual.pdf", p, "quote text") for p in range(1, 5))
+    answer = Answer("q", "the q", markdown, citations=cites, notes=("One citation was dropped.",))
+    messages = render.render_answer(answer)
+    assert len(messages) > 1
+    for message in messages:
+        assert message["text"] and len(message["blocks"]) <= 50
+        for block in message["blocks"]:
+            assert len(render._block_chars(block)) <= 3000
+    text = "\n".join(render._block_chars(m["blocks"]) for m in messages)
+    assert "Interpreted as: the q" in text and "*Part 3*" in text and "<https://example.com/a|listed>" in text
+    assert "&amp; more" in text and "*Flow*" in text
+    assert all(f"manual.pdf, p. {p}" in text for p in range(1, 5))
+    assert ":warning: One citation was dropped." in text
+
+
+def test_clarifying_question_is_posted_as_a_question():
+    answer = Answer("and its width?", "and its width?", "Which product do you mean?",
+                    clarifying_question="Which product do you mean?")
+    [message] = render.render_answer(answer)
+    assert message["text"] == "Which product do you mean?"
+    assert message["blocks"][0]["text"]["text"].startswith(":question:")
+
+
+def test_upload_items_are_capped_and_titled(tmp_path):
+    cites = []
+    for p in range(1, 8):
+        preview, crop = tmp_path / f"p{p}.png", tmp_path / f"c{p}.png"
+        preview.write_bytes(b"x")
+        crop.write_bytes(b"x")
+        cites.append(Citation("d1", "manual.pdf", p, "q", preview_path=str(preview), crop_path=str(crop)))
+    items = render.upload_items(Answer("q", "q", "a", citations=tuple(cites)))
+    assert len(items) == 10
+    assert items[0]["title"] == "manual.pdf p. 1" and items[1]["title"] == "manual.pdf p. 1 (highlight)"
