@@ -82,14 +82,21 @@ class ExtractiveReader:
         # Rare terms matter more: weight each query term by its rarity among the candidate passages.
         stems = [{stem(t) for t in content_tokens(p.text)} for p in candidates]
         weight = {t: math.log(1 + len(candidates) / (1 + sum(t in s for s in stems))) for t in query}
+        # Words of the documents' titles pick the document, not the passage within it.
+        in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
+        weight = {t: w * (0.3 if t in in_titles else 1.0) for t, w in weight.items()}
         total = sum(weight.values()) or 1.0
         rank = {rp.hit.doc_id + str(rp.hit.page): i for i, rp in enumerate(pages)}
 
         def coverage(i: int) -> float:
             return sum(weight[t] for t in query & stems[i]) / total
 
-        def score(i: int) -> float:  # earlier pages are likelier to hold the answer
-            return coverage(i) / (1.0 + 0.15 * rank[candidates[i].page.hit.doc_id + str(candidates[i].page.hit.page)])
+        def score(i: int) -> float:
+            words = candidates[i].words
+            value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
+            heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
+            prior = 1.0 + 0.15 * rank[candidates[i].page.hit.doc_id + str(candidates[i].page.hit.page)]
+            return coverage(i) * value * heading / prior  # earlier pages are likelier to hold the answer
 
         order = sorted(range(len(candidates)), key=lambda i: -score(i))
         chosen, seen = [], set()

@@ -1,0 +1,62 @@
+"""Shared fixtures: generated PDFs, local settings, and the shared corpora when they are present."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `eval/` is not a package; its generator is imported from here
+sys.path.insert(0, str(ROOT / "eval"))
+
+from core.config import Settings  # noqa: E402
+
+CORPORA = Path(os.environ.get("PIXELRAG_CORPORA", ROOT.parent / "shared" / "corpora"))
+TECHDOCS = CORPORA / "techdocs"
+
+
+def corpus_pdf(name: str) -> Path:
+    path = TECHDOCS / name
+    if not path.is_file():
+        pytest.skip(f"shared corpus not available ({path})")
+    return path
+
+
+def text_pdf(path: Path, pages: list[str], title: str = "") -> Path:
+    """A PDF whose pages carry the given text in their text layer."""
+    doc = pymupdf.open()
+    for body in pages:
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(50, 50, 550, 800), body, fontsize=11)
+    if title:
+        doc.set_metadata({"title": title})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def brochure(tmp_path_factory) -> Path:
+    from sample_document import build
+
+    return build(tmp_path_factory.mktemp("sample") / "hf300-brochure.pdf")
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(index_dir=tmp_path / "index", backend="local")
+
+
+@pytest.fixture(scope="session")
+def brochure_index(tmp_path_factory, brochure) -> Path:
+    """The sample brochure indexed once with the local backend (OCR included); copy before changing it."""
+    import asyncio
+
+    from core.service import Service
+
+    index_dir = tmp_path_factory.mktemp("brochure-index")
+    asyncio.run(Service(Settings(index_dir=index_dir, backend="local")).index([str(brochure)]))
+    return index_dir

@@ -1,0 +1,122 @@
+"""The embedded local backend end to end: index the generated brochure, ask about pixel-only values."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from core.config import Settings
+from core.errors import BadInput
+from core.records import Exchange, QueryImage, Turn
+from core.service import Service
+from tests.conftest import text_pdf
+
+
+@pytest.fixture
+def service(tmp_path, brochure_index) -> Service:
+    index_dir = tmp_path / "index"
+    shutil.copytree(brochure_index, index_dir)
+    return Service(Settings(index_dir=index_dir, backend="local"))
+
+
+def quotes(answer) -> str:
+    return " | ".join(c.quote for c in answer.citations)
+
+
+async def test_value_only_in_a_drawing_is_found_quoted_and_highlighted(service, tmp_path):
+    answer = await service.answer(Turn("What is the mounting hole spacing of the HydroFlow HF-300?"), tmp_path / "out")
+    assert answer.hits[0].page == 3
+    assert "148 mm" in answer.citations[0].quote
+    first = answer.citations[0]
+    assert first.page == 3 and first.highlight and first.highlight.kind == "exact"
+    # the drawing's labels exist only as pixels: the highlight box must lie inside the raster image
+    x0, y0, x1, y1 = first.highlight.box
+    assert 0.08 < x0 < x1 < 0.95 and 0.12 < y0 < y1 < 0.65
+    assert Path(first.preview_path).is_file() and Path(first.crop_path).is_file()
+    crop = Image.open(first.crop_path)
+    assert crop.width < Image.open(first.preview_path).width * 2  # a crop, not the page
+    assert "quote" in answer.markdown.lower()  # the local backend says it quotes
+
+
+async def test_scanned_page_without_text_layer_is_read_by_ocr(service, tmp_path):
+    answer = await service.answer(Turn("How long is the warranty on the pump?"), tmp_path / "out")
+    assert answer.hits[0].page == 4
+    assert "36 months" in quotes(answer)
+    assert answer.topic == "warranty"
+
+
+async def test_spec_table_row_is_quoted_with_its_value(service, tmp_path):
+    answer = await service.answer(Turn("What is the maximum system pressure?"), tmp_path / "out")
+    assert answer.hits[0].page == 2
+    assert "10 bar" in answer.citations[0].quote
+
+
+async def test_missing_price_is_a_limitation_not_a_guess(service, tmp_path):
+    answer = await service.answer(Turn("What is the price of the HF-300 pump?"), tmp_path / "out")
+    assert any("price" in text.lower() for text in answer.limitations)
+
+
+async def test_screenshot_query_is_read_with_ocr(service, brochure, tmp_path):
+    import pymupdf
+
+    page = pymupdf.open(brochure)[3]
+    png = page.get_pixmap(dpi=100, clip=pymupdf.Rect(40, 240, 560, 330)).tobytes("png")
+    answer = await service.answer(Turn("", images=(QueryImage(png, "image/png", "shot.png"),)), tmp_path / "out")
+    assert answer.hits[0].page == 4
+
+
+async def test_follow_up_carries_the_subject_and_reads_fresh_pages(service, tmp_path):
+    first = await service.answer(Turn("What is the maximum head of the HydroFlow HF-300?"), tmp_path / "a")
+    history = (Exchange(first.question, first.markdown, first.interpreted_question),)
+    second = await service.answer(Turn("And its weight?", history=history), tmp_path / "b")
+    assert "HydroFlow HF-300" in second.interpreted_question and second.changed_question
+    assert "2.6 kg" in quotes(second)
+
+
+async def test_dangling_reference_gets_a_clarifying_question(service):
+    answer = await service.answer(Turn("And what is its width?"))
+    assert answer.clarifying_question and not answer.hits
+
+
+async def test_retrieve_only_returns_four_unique_pages_with_scores(service):
+    answer = await service.answer(Turn("pump dimensions"), retrieve_only=True)
+    keys = [(h.doc_id, h.page) for h in answer.hits]
+    assert len(keys) == 4 == len(set(keys))
+    assert all(h.score > 0 for h in answer.hits) and not answer.citations
+    assert {"embed_query", "search"} <= set(answer.timings)
+
+
+async def test_empty_question_and_oversized_screenshot_are_refused(service):
+    with pytest.raises(BadInput, match="Ask a question"):
+        await service.answer(Turn("   "))
+    big = QueryImage(b"\x89PNG" + b"0" * (5 * 1024 * 1024 + 1), "image/png", "huge.png")
+    with pytest.raises(BadInput, match="over the 5 MB limit"):
+        await service.answer(Turn("x", images=(big,)))
+
+
+async def test_reindexing_unchanged_pages_embeds_and_ocrs_nothing(service, brochure, monkeypatch):
+    def no_ocr(*args, **kwargs):
+        raise AssertionError("OCR ran on an unchanged page")
+
+    monkeypatch.setattr(service._ocr, "page_words", no_ocr)
+    report = await service.reindex("shared")
+    assert report.pages_embedded == 0 and report.pages_reused == 4
+    answer = await service.answer(Turn("mounting hole spacing"), retrieve_only=True)
+    assert answer.hits[0].page == 3  # OCR words were carried over
+
+
+async def test_tenants_see_only_their_documents_and_the_shared_ones(service, tmp_path):
+    secret = text_pdf(tmp_path / "t1-secret.pdf", ["Project Zephyr flux capacitor rating is 1.21 gigawatts."])
+    await service.index([str(secret)], scope="slack:T1")
+    own = await service.answer(Turn("flux capacitor rating", scope="slack:T1"), tmp_path / "t1")
+    assert own.hits[0].title == "t1-secret.pdf" and "1.21" in quotes(own)
+    other = await service.answer(Turn("flux capacitor rating", scope="slack:T2"), tmp_path / "t2")
+    assert all(h.title != "t1-secret.pdf" for h in other.hits)
+    assert "1.21" not in quotes(other) + other.markdown
+    assert [d.file_name for d in service.documents("slack:T2")] == ["hf300-brochure.pdf"]
+    with pytest.raises(BadInput, match="only the operator"):
+        await service.remove("slack:T1", "hf300-brochure.pdf")
+    await service.remove("slack:T1", "t1-secret.pdf")
+    assert [d.file_name for d in service.documents("slack:T1")] == ["hf300-brochure.pdf"]
