@@ -1,0 +1,155 @@
+"""Bad documents, URLs and screenshots get clear messages and lose nothing already indexed."""
+from __future__ import annotations
+
+import io
+
+import pymupdf
+import pytest
+from aiohttp import web
+from PIL import Image
+
+from core.documents import download, validate_query_image
+from core.errors import BadInput
+from core.records import QueryImage, Turn
+from core.service import Service
+from tests.conftest import text_pdf
+
+
+@pytest.fixture
+async def indexed(settings, tmp_path) -> Service:
+    service = Service(settings)
+    await service.index([str(text_pdf(tmp_path / "good.pdf", ["The relay switches 10 A at 250 V AC."]))])
+    return service
+
+
+async def assert_still_answers(service: Service) -> None:
+    answer = await service.answer(Turn("relay switching current"), retrieve_only=True)
+    assert answer.hits and answer.hits[0].title == "good.pdf"
+
+
+def encrypted_pdf(path):
+    doc = pymupdf.open()
+    doc.new_page().insert_text((50, 50), "secret")
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="u")
+    return path
+
+
+def many_pages_pdf(path, n):
+    doc = pymupdf.open()
+    for _ in range(n):
+        doc.new_page(width=100, height=100)
+    doc.save(path)
+    return path
+
+
+ZERO_PAGES = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+              b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+
+
+@pytest.mark.parametrize("name, make, message", [
+    ("notes.pdf", lambda p: p.write_bytes(b"just some text, not a PDF"), "not a PDF"),
+    ("locked.pdf", encrypted_pdf, "encrypted"),
+    ("broken.pdf", lambda p: p.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40), "damaged|no pages"),
+    ("empty.pdf", lambda p: p.write_bytes(ZERO_PAGES), "no pages|damaged"),
+    ("long.pdf", lambda p: many_pages_pdf(p, 2000), "2000 pages is more than the limit of 1000"),
+])
+async def test_bad_pdf_is_refused_and_the_index_survives(indexed, tmp_path, name, make, message):
+    path = tmp_path / name
+    make(path)
+    before = indexed.store.active_name()
+    with pytest.raises(BadInput, match=message):
+        await indexed.index([str(path)])
+    assert indexed.store.active_name() == before
+    await assert_still_answers(indexed)
+
+
+async def test_missing_file_and_duplicates_are_reported(indexed, tmp_path):
+    with pytest.raises(BadInput, match="no such file"):
+        await indexed.index([str(tmp_path / "nope.pdf")])
+    with pytest.raises(BadInput, match="already indexed"):
+        await indexed.index([str(tmp_path / "good.pdf")])
+    other = text_pdf(tmp_path / "other.pdf", ["Coil voltage 24 V DC."])
+    report = await indexed.index([str(other), str(other)])
+    assert [d.file_name for d in report.documents] == ["other.pdf"]
+    assert any("given twice" in s for s in report.skipped)
+    assert sorted(d.file_name for d in indexed.documents("shared")) == ["good.pdf", "other.pdf"]
+
+
+async def test_a_good_pdf_among_bad_ones_is_indexed_and_the_bad_ones_named(indexed, tmp_path):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"<html>login</html>")
+    good = text_pdf(tmp_path / "fine.pdf", ["Ambient temperature range -20 to 60 C."])
+    report = await indexed.index([str(bad), str(good)])
+    assert [d.file_name for d in report.documents] == ["fine.pdf"]
+    assert any("bad.pdf" in s and "not a PDF" in s for s in report.skipped)
+
+
+@pytest.fixture
+async def pdf_server(tmp_path):
+    pdf = text_pdf(tmp_path / "remote.pdf", ["Remote datasheet: the sensor range is 0 to 500 mm."]).read_bytes()
+    routes = web.RouteTableDef()
+
+    @routes.get("/doc.pdf")
+    async def doc(request):
+        return web.Response(body=pdf, content_type="application/pdf")
+
+    @routes.get("/login")
+    async def login(request):
+        return web.Response(text="<html>please sign in</html>", content_type="text/html")
+
+    @routes.get("/fake.pdf")
+    async def fake(request):
+        return web.Response(body=b"GIF89a....", content_type="application/pdf")
+
+    @routes.get("/huge.pdf")
+    async def huge(request):
+        response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
+        await response.prepare(request)
+        for _ in range(64):
+            await response.write(b"%PDF" + b"0" * 65536)
+        return response
+
+    app = web.Application()
+    app.add_routes(routes)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def test_url_download_checks_type_magic_and_size(indexed, pdf_server, settings):
+    report = await indexed.index([f"{pdf_server}/doc.pdf"])
+    assert report.documents[0].file_name == "doc.pdf"
+    assert report.documents[0].source == f"{pdf_server}/doc.pdf"
+    answer = await indexed.answer(Turn("sensor range"), retrieve_only=True)
+    assert answer.hits[0].title == "doc.pdf"
+    import asyncio
+
+    for path, message in [("/login", "text/html, not a PDF"), ("/fake.pdf", "not a PDF"), ("/missing", "HTTP 404")]:
+        with pytest.raises(BadInput, match=message):
+            await asyncio.to_thread(download, pdf_server + path, settings)
+    with pytest.raises(BadInput, match="limit"):
+        await asyncio.to_thread(download, pdf_server + "/huge.pdf", settings.with_(max_pdf_bytes=1_000_000))
+
+
+def png_bytes(size, mode="RGB", fmt="PNG") -> bytes:
+    buf = io.BytesIO()
+    Image.new(mode, size, "white").save(buf, fmt)
+    return buf.getvalue()
+
+
+def test_screenshot_validation():
+    ok = validate_query_image(QueryImage(png_bytes((200, 100)), "", "a.png"), 5_000_000)
+    assert ok.mime_type == "image/png"
+    assert validate_query_image(QueryImage(png_bytes((20, 10), fmt="WEBP"), "", "w.webp"), 5_000_000).mime_type == "image/webp"
+    with pytest.raises(BadInput, match="GIF images are not supported"):
+        validate_query_image(QueryImage(png_bytes((20, 10), "P", "GIF"), "", "a.gif"), 5_000_000)
+    with pytest.raises(BadInput, match="not a readable"):
+        validate_query_image(QueryImage(b"not an image", "", "x.png"), 5_000_000)
+    with pytest.raises(BadInput, match="too large to read"):  # a decompression bomb: tiny file, huge canvas
+        validate_query_image(QueryImage(png_bytes((10_000, 10_000), "1"), "", "bomb.png"), 5_000_000)
+    with pytest.raises(BadInput, match="40.0 MB is over the 5 MB limit"):
+        validate_query_image(QueryImage(b"0" * 40_000_000, "", "big.png"), 5 * 1024 * 1024)
