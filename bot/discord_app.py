@@ -225,15 +225,14 @@ class DiscordHandlers:
         if not await self.threads.first_delivery(f"discord:{message.id}"):
             return  # a gateway resume can deliver the same message twice
         question = strip_mentions(message.content, me, self._bot_role_ids(message, me))
-        place = message.channel
+        reply = _Place(message.channel)
         try:
-            place = await self._reply_place(message, question)
-            await self._handle_message(message, question, place)
+            await self._handle_message(message, question, reply)
         except PixelragError as exc:
-            await self._say(place, f"⚠️ {exc}")
+            await self._say(reply.channel, f"⚠️ {exc}")
         except Exception:
             log.exception("failed to handle message %s", message.id)
-            await self._say(place, GENERIC_FAILURE)
+            await self._say(reply.channel, GENERIC_FAILURE)
 
     async def _reply_place(self, message: discord.Message, question: str) -> discord.abc.Messageable:
         """A thread started from the message in text channels; in place in threads and DMs."""
@@ -247,18 +246,21 @@ class DiscordHandlers:
             log.warning("could not create a thread in channel %s; replying in place", channel.id, exc_info=True)
             return channel
 
-    async def _handle_message(self, message: discord.Message, question: str, place) -> None:
+    async def _handle_message(self, message: discord.Message, question: str, reply: "_Place") -> None:
         guild_id = message.guild.id if message.guild else None
         images, pdfs, problems = await self._sort_attachments(message.attachments)
         if pdfs and INDEX_REQUEST.search(question):
-            await self._index_from_message(message, pdfs, place, problems)
+            reply.channel = await self._reply_place(message, question)
+            await self._index_from_message(message, pdfs, reply.channel, problems)
             return
         for att in pdfs:
             problems.append(f"{att.filename}: PDFs are not read as questions; attach it with “index this” "
                             "to add it to this server's documents.")
-        if not question and not images:
-            await deliver(place.send, text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
+        if not question and not images:  # nothing to answer: say so in place, no thread
+            await deliver(message.channel.send,
+                          text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
             return
+        place = reply.channel = await self._reply_place(message, question)
         key = thread_key(place, guild_id)
         async with place.typing():
             history = await self.threads.history(key, self.settings.history_exchanges)
@@ -440,6 +442,12 @@ class DiscordHandlers:
         return True
 
 
+@dataclass
+class _Place:
+    """Where replies to a message go; becomes the new thread once one is created."""
+    channel: discord.abc.Messageable
+
+
 def attachment_kind(att: discord.Attachment) -> str | None:
     """'pdf', an image MIME type, or None when the file can't be used."""
     ctype = (att.content_type or "").split(";")[0].strip().lower()
@@ -586,5 +594,10 @@ async def serve(settings: Settings) -> None:
     try:
         async with client:
             await client.start(token)
+    except discord.LoginFailure as exc:
+        raise BadInput("Discord refused DISCORD_TOKEN; copy the bot token again from the Developer Portal.") from exc
+    except discord.PrivilegedIntentsRequired as exc:
+        raise BadInput("Enable “Message Content Intent” for the bot in the Developer Portal, "
+                       "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only).") from exc
     finally:
         await threads.close()

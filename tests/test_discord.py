@@ -792,3 +792,15 @@ async def test_backend_failure_when_answering_is_shown(tmp_path, store):
         await h.on_message(msg)
         text = all_text(msg.create_thread.return_value.send)
         assert text.startswith("⚠️ Gemini kept") and "Traceback" not in text
+
+
+async def test_bare_mention_gets_usage_in_place_without_a_thread(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    msg = make_message("", channel, guild=guild, mention_me=True)
+    await h.on_message(msg)
+    msg.create_thread.assert_not_called()
+    assert "Ask me about the documents" in all_text(channel.send)
+    assert service.turns == []
