@@ -135,7 +135,10 @@ class SlackBot:
         files = event.get("files") or []
         pdfs = [f for f in files if is_pdf(f)]
         url_request = INDEX_URL.match(text)
-        if (pdfs and INDEX_THIS.match(text or "index")) or url_request:
+        # A PDF shared in a followed thread is not an index request unless the bot is asked to.
+        addressed = event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id)
+        asked = INDEX_THIS.match(text) if text else addressed
+        if (pdfs and asked) or url_request:
             await self.index_from_message(client, team, channel, thread_ts, event.get("user", ""), pdfs,
                                           url_request.group(1) if url_request else None)
             return
@@ -186,7 +189,8 @@ class SlackBot:
                 if not answer.clarifying_question:
                     await self.upload_previews(client, channel, thread_ts, answer)
         except PixelragError as exc:
-            log.info("answer in %s/%s refused: %s", channel, thread_ts, exc)
+            # The message is for the user; the traceback (a Gemini outage, say) is for the log.
+            log.warning("answer in %s/%s failed: %s", channel, thread_ts, exc, exc_info=True)
             await self.post(client, channel, thread_ts, f":warning: {render.escape(str(exc))}")
         except Exception:
             log.exception("answering in %s/%s failed", channel, thread_ts)
@@ -346,7 +350,7 @@ class SlackBot:
             report = await work(progress)
             final = render.report_text(verb, report)
         except Busy as exc:
-            final = f":hourglass: {render.escape(str(exc))} I'll leave it to the run already in progress."
+            final = f":hourglass: {render.escape(str(exc))}"
         except PixelragError as exc:
             final = f":warning: {render.escape(str(exc))}"
         except Exception:
@@ -507,7 +511,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
         raise BadInput("SLACK_SIGNING_SECRET is required with --http (Basic Information → Signing Secret).")
     if not http and not extra.get("SLACK_APP_TOKEN"):
         raise BadInput("SLACK_APP_TOKEN is not set (an xapp- token with connections:write) — or use --http.")
-    store = await ThreadStore(Path(extra.get("SLACK_THREADS_DB") or settings.index_dir / "threads.sqlite")).open()
+    store = await ThreadStore(Path(extra.get("SLACK_THREADS_DB") or settings.index_dir / "slack-threads.sqlite")).open()
     app = build_app(settings, Service(settings), store)
     try:
         if http:

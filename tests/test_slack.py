@@ -498,3 +498,49 @@ def test_upload_items_are_capped_and_titled(tmp_path):
     items = render.upload_items(Answer("q", "q", "a", citations=tuple(cites)))
     assert len(items) == 10
     assert items[0]["title"] == "manual.pdf p. 1" and items[1]["title"] == "manual.pdf p. 1 (highlight)"
+
+
+# ----- serve() ------------------------------------------------------------------------------------------
+
+async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
+    import asyncio
+
+    import aiohttp
+
+    from bot.slack_app import serve
+    from core.errors import BadInput
+
+    settings = base_settings(fake, tmp_path)
+    with pytest.raises(BadInput, match="SLACK_APP_TOKEN"):
+        await serve(settings)  # Socket Mode needs the app-level token
+    port = closed_port()
+    server = asyncio.ensure_future(serve(settings, http=True, port=port))
+    try:
+        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
+                 "ts": "1700009999.000001", "channel": CHANNEL}
+        raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvHTTP1",
+                          "event_time": int(time.time()), "event": event})
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)
+        url = f"http://127.0.0.1:{port}/slack/events"
+        async with aiohttp.ClientSession() as session:
+            for _ in range(200):  # until the server is listening
+                try:
+                    async with session.post(url, data=raw, headers={
+                            "Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                            "X-Slack-Signature": "v0=" + "0" * 64}) as response:
+                        assert response.status == 401
+                        break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.05)
+            async with session.post(url, data=raw, headers={
+                    "Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                    "X-Slack-Signature": signature}) as response:
+                assert response.status == 200
+        posts = await fake.wait_for(lambda: fake.posts(event["ts"]))
+        assert "No documents are indexed here yet" in fake.thread_text(event["ts"])
+        assert posts[0].headers["Authorization"] == f"Bearer {BOT_TOKEN}"
+    finally:
+        server.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await server
