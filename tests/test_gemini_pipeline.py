@@ -1,0 +1,183 @@
+"""The gemini backend through the whole service, against the loopback fake Gemini server."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.config import Settings
+from core.errors import IndexProblem, RemoteError
+from core.records import Turn
+from core.service import Service
+from core.store import IndexStore
+from tests.conftest import ROOT, corpus_pdf, text_pdf
+from tests.fake_gemini import API_KEY, EMBED, GENERATE, FakeGemini
+
+TITLE = "HydroFlow HF-300 product brochure"
+
+
+@pytest.fixture
+async def fake():
+    async with FakeGemini() as server:
+        yield server
+
+
+def gemini_settings(fake: FakeGemini, tmp_path: Path, **changes) -> Settings:
+    return fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=64, retry_initial_delay_s=0.01,
+                         request_timeout_s=2.0, **changes)
+
+
+def reader_reply(prompt_page: str, quote: str, box=None, extra=()):
+    """A handler answering the reader call with a citation of the page labelled `prompt_page`."""
+    def handler(body: dict) -> dict:
+        text = json.dumps(body)
+        if "standalone_question" in text:
+            return {"standalone_question": "x", "needs_clarification": False, "clarifying_question": ""}
+        refs = dict(re.findall(r"Page (P\d): ([^\"\\]+)", text))
+        ref = next(r for r, label in refs.items() if label.strip().endswith(prompt_page))
+        cites = [{"page_ref": ref, "quote": quote, **({"box_2d": box} if box else {})}, *extra]
+        return {"answer": f"**{quote}**", "citations": cites, "limitations": [], "topic": "other"}
+    return handler
+
+
+async def test_index_then_ask_end_to_end(fake, brochure, tmp_path):
+    service = Service(gemini_settings(fake, tmp_path))
+    report = await service.index([str(brochure)])
+    assert report.pages_embedded == 4 and fake.requests[EMBED] == 1 and fake.embed_sizes == [4]
+    fake.handler = reader_reply(
+        "page 3", "Mounting hole spacing 148 mm", box=[560, 230, 600, 520],
+        extra=[{"page_ref": "P9", "quote": "invented"}, {"page_ref": "P1", "quote": "Figure 3: installation drawing"}])
+    answer = await service.answer(Turn(f"{TITLE}, page 3"), tmp_path / "out")
+    assert answer.backend == "gemini" and answer.hits[0].page == 3 and len(answer.hits) == 4
+    assert fake.requests[GENERATE] == 1  # no history: no context call, one reader call
+    reader_body = json.dumps(fake.generate_bodies()[-1])
+    assert reader_body.count("image/jpeg") <= 4
+    # the drawing's label is only pixels here (no OCR in this backend): the reader's box is approximate
+    by_quote = {c.quote: c for c in answer.citations}
+    drawing = by_quote["Mounting hole spacing 148 mm"]
+    assert drawing.highlight.kind == "approximate"
+    assert drawing.highlight.box == pytest.approx((0.23, 0.56, 0.52, 0.60))
+    assert Path(drawing.crop_path).is_file() and Path(drawing.preview_path).is_file()
+    caption = by_quote["Figure 3: installation drawing"]
+    assert caption.highlight.kind == "exact" and caption.highlight.pdf_rect is not None
+    assert "invented" not in by_quote and any("dropped" in n for n in answer.notes)
+
+
+async def test_reindexing_unchanged_pages_makes_no_embedding_request(fake, brochure, tmp_path):
+    service = Service(gemini_settings(fake, tmp_path))
+    await service.index([str(brochure)])
+    before = fake.requests[EMBED]
+    report = await service.reindex("shared")
+    assert fake.requests[EMBED] == before and report.pages_embedded == 0 and report.pages_reused == 4
+
+
+async def test_a_changed_page_is_the_only_one_embedded_again(fake, tmp_path):
+    service = Service(gemini_settings(fake, tmp_path))
+    pages = [f"Section {i}: torque value {i * 10} Nm." for i in range(1, 6)]
+    await service.index([str(text_pdf(tmp_path / "manual.pdf", pages))])
+    pages[2] = "Section 3: torque value 99 Nm (revised)."
+    text_pdf(tmp_path / "manual.pdf", pages)
+    fake.embed_sizes.clear()
+    report = await service.reindex("shared", "manual.pdf")
+    assert report.pages_embedded == 1 and report.pages_reused == 4 and fake.embed_sizes == [1]
+    assert len(service.documents("shared")) == 1  # the new version replaced the old one
+
+
+async def test_persistent_failure_leaves_the_previous_snapshot_active(fake, brochure, tmp_path):
+    service = Service(gemini_settings(fake, tmp_path, retry_attempts=2))
+    await service.index([str(brochure)])
+    active = service.store.active_name()
+    fake.fail_always = 503
+    with pytest.raises(RemoteError, match="503"):
+        await service.index([str(text_pdf(tmp_path / "new.pdf", ["new document"]))])
+    fake.fail_always = None
+    assert service.store.active_name() == active
+    assert [d.file_name for d in service.documents("shared")] == ["hf300-brochure.pdf"]
+
+
+async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, brochure):
+    async with FakeGemini(latency=0.3) as fake:
+        settings = gemini_settings(fake, tmp_path)
+        await Service(settings).index([str(brochure)])
+        active = IndexStore(settings.index_dir).active_name()
+        big = text_pdf(tmp_path / "big.pdf", [f"Page {i} of a long manual." for i in range(40)])
+        env = {**os.environ, "GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url,
+               "PIXELRAG_EMBEDDING_DIM": "64", "PIXELRAG_EMBED_CONCURRENCY": "1", "PYTHONPATH": str(ROOT)}
+        env.pop("GOOGLE_API_KEY", None)
+        before = fake.requests[EMBED]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli", "index", str(big), "--index", str(settings.index_dir), env=env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        for _ in range(300):  # wait until the build is embedding, then kill it without warning
+            if fake.requests[EMBED] >= before + 2:
+                break
+            await asyncio.sleep(0.05)
+        assert fake.requests[EMBED] >= before + 2, "the build never started embedding"
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+        store = IndexStore(settings.index_dir)
+        assert store.active_name() == active
+        service = Service(settings)
+        assert [d.file_name for d in service.documents("shared")] == ["hf300-brochure.pdf"]
+        answer = await service.answer(Turn(f"{TITLE}, page 2"), retrieve_only=True)
+        assert answer.hits[0].page == 2
+        fake.latency = 0
+        report = await service.index([str(big)])  # the next build completes and cleans up the debris
+        assert report.pages_total == 44
+        assert not [p for p in (settings.index_dir / "snapshots").iterdir() if p.name.startswith(".tmp")]
+
+
+async def test_querying_with_another_backend_is_refused(fake, tmp_path):
+    local = Service(Settings(index_dir=tmp_path / "index", backend="local"))
+    await local.index([str(text_pdf(tmp_path / "a.pdf", ["Hello relay."]))])
+    with pytest.raises(IndexProblem, match="built with local .* configured backend is gemini"):
+        await Service(gemini_settings(fake, tmp_path)).answer(Turn("relay"))
+    with pytest.raises(IndexProblem, match="built with local"):
+        await Service(gemini_settings(fake, tmp_path)).index([str(text_pdf(tmp_path / "b.pdf", ["b"]))])
+
+
+async def test_opening_a_damaged_index_says_what_is_wrong(fake, brochure, tmp_path):
+    settings = gemini_settings(fake, tmp_path)
+    service = Service(settings)
+    await service.index([str(brochure)])
+    store = IndexStore(settings.index_dir)
+    snap = store.open()
+    source = store.source_path(snap.documents[0].sha256)
+    original = source.read_bytes()
+    source.write_bytes(original + b"tampered")
+    with pytest.raises(IndexProblem, match="does not match its recorded hash"):
+        store.open()
+    source.write_bytes(original)
+    image = store.page_image_path(snap.pages[1].content_hash)
+    saved = image.read_bytes()
+    image.unlink()
+    with pytest.raises(IndexProblem, match="page image of .* p. 2 is missing"):
+        store.open()
+    image.write_bytes(saved)
+    vectors = settings.index_dir / "snapshots" / snap.name / "vectors.npy"
+    np.save(vectors, np.zeros((4, 32), np.float32))
+    with pytest.raises(IndexProblem, match=r"expected \(\*, 64\)"):
+        store.open()
+
+
+async def test_gemini_citations_are_located_on_a_real_pdf(fake, tmp_path):
+    datasheet = corpus_pdf("arduino-uno-r3-datasheet.pdf")
+    service = Service(gemini_settings(fake, tmp_path))
+    await service.index([str(datasheet)], titles=["UNO R3 datasheet"])
+    fake.handler = reader_reply("page 2", "32KB Flash")
+    answer = await service.answer(Turn("UNO R3 datasheet, page 2"), tmp_path / "out")
+    assert answer.hits[0].page == 2
+    cite = answer.citations[0]
+    assert cite.highlight.kind == "exact"
+    x0, y0, x1, y1 = cite.highlight.pdf_rect
+    import pymupdf
+
+    found = pymupdf.open(datasheet)[1].search_for("32KB Flash")[0]
+    assert abs(x0 - found.x0) < 2 and abs(y0 - found.y0) < 2 and abs(x1 - found.x1) < 2
