@@ -804,3 +804,26 @@ async def test_bare_mention_gets_usage_in_place_without_a_thread(store):
     msg.create_thread.assert_not_called()
     assert "Ask me about the documents" in all_text(channel.send)
     assert service.turns == []
+
+
+async def test_mention_through_the_bots_managed_role(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    role = MagicMock(spec=discord.Role)
+    role.id = 777
+    role.tags = MagicMock(spec=discord.RoleTags)
+    role.tags.bot_id = ME_ID
+    msg = make_message("<@&777> warranty?", make_text_channel(guild), guild=guild)
+    msg.role_mentions = [role]
+    await h.on_message(msg)
+    assert [t.question for t in service.turns] == ["warranty?"]
+
+
+async def test_running_without_message_content_intent(store):
+    client = build_client(FakeService(), store, Settings(extra={"DISCORD_MESSAGE_CONTENT": "0"}))
+    try:
+        assert not client.intents.message_content
+        assert client.intents.guilds and client.intents.guild_messages and client.intents.dm_messages
+    finally:
+        await client.close()
