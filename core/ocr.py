@@ -25,12 +25,11 @@ class Ocr:
 
     def _get(self):
         if self._engine is None:
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
             from rapidocr import RapidOCR
 
             # The angle classifier flips upright lines into garbage; pages here are upright.
-            self._engine = RapidOCR(params={"Global.use_cls": False})
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+            self._engine = RapidOCR(params={"Global.use_cls": False, "Global.log_level": "error"})
+            logging.getLogger("RapidOCR").setLevel(logging.ERROR)  # "no text detected" is not news
         return self._engine
 
     def lines(self, image: Image.Image) -> list[tuple[str, tuple[float, float, float, float]]]:
