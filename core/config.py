@@ -39,6 +39,7 @@ class Settings:
     max_pages: int = 1000
     max_pdf_bytes: int = 200 * 1024 * 1024
     max_image_bytes: int = 5 * 1024 * 1024
+    allow_private_urls: bool = False  # let chat users index URLs on loopback/private networks
     top_k: int = 4
     embed_batch_pages: int = 6  # pages per batchEmbedContents request (keeps bodies < 4 MiB)
     embed_concurrency: int = 4
@@ -79,5 +80,6 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
         embed_concurrency=num("PIXELRAG_EMBED_CONCURRENCY", base.embed_concurrency),
         request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, float),
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts),
+        allow_private_urls=values.get("PIXELRAG_ALLOW_PRIVATE_URLS", "").lower() in ("1", "true", "yes"),
         extra={k: v for k, v in values.items() if k.startswith(("SLACK_", "DISCORD_"))},
     )

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import ipaddress
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 from PIL import Image
@@ -44,6 +47,8 @@ class RenderedPage:
 def read_source(path_or_url: str, settings: Settings) -> Source:
     if path_or_url.startswith(("http://", "https://")):
         return download(path_or_url, settings)
+    if "://" in path_or_url:
+        raise BadInput(f"{path_or_url}: only http and https URLs can be indexed.")
     path = Path(path_or_url)
     if not path.is_file():
         raise BadInput(f"{path_or_url}: no such file.")
@@ -53,27 +58,56 @@ def read_source(path_or_url: str, settings: Settings) -> Source:
     return Source(path.read_bytes(), path.name, str(path.resolve()))
 
 
+def check_public_url(url: str, settings: Settings) -> None:
+    """Refuse URLs that resolve to loopback, private or link-local addresses (unless allowed):
+    a chat user must not be able to make the bot fetch internal services."""
+    if settings.allow_private_urls:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"{url}: only http and https URLs can be indexed.")
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except OSError:
+        raise BadInput(f"{url}: the host {parts.hostname} could not be resolved.") from None
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global:
+            raise BadInput(f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
+                           "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them).")
+
+
 def download(url: str, settings: Settings, client: httpx.Client | None = None) -> Source:
     """Stream a PDF from a URL with a size cap; the type and the %PDF magic are checked."""
     name = url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf"
     owns = client is None
-    client = client or httpx.Client(follow_redirects=True, timeout=settings.request_timeout_s)
+    client = client or httpx.Client(timeout=settings.request_timeout_s)
+    chunks: list[bytes] = []
     try:
-        with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
-            ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
-                raise BadInput(f"{url}: that is {ctype}, not a PDF.")
-            declared = int(response.headers.get("content-length") or 0)
-            if declared > settings.max_pdf_bytes:
-                raise BadInput(f"{url}: {declared / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-            chunks, total = [], 0
-            for chunk in response.iter_bytes():
-                total += len(chunk)
-                if total > settings.max_pdf_bytes:
-                    raise BadInput(f"{url}: the download passed the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-                chunks.append(chunk)
+        current = url
+        for _ in range(6):  # follow redirects by hand so every hop is checked
+            check_public_url(current, settings)
+            with client.stream("GET", current) as response:
+                if response.is_redirect and response.headers.get("location"):
+                    current = str(response.url.join(response.headers["location"]))
+                    continue
+                if response.status_code != 200:
+                    raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
+                ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
+                    raise BadInput(f"{url}: that is {ctype}, not a PDF.")
+                declared = int(response.headers.get("content-length") or 0)
+                if declared > settings.max_pdf_bytes:
+                    raise BadInput(f"{url}: {declared / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+                total = 0
+                for chunk in response.iter_bytes():
+                    total += len(chunk)
+                    if total > settings.max_pdf_bytes:
+                        raise BadInput(f"{url}: the download passed the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+                    chunks.append(chunk)
+                break
+        else:
+            raise BadInput(f"{url}: too many redirects.")
     except httpx.HTTPError as exc:
         raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
     finally:

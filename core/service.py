@@ -312,8 +312,7 @@ class Service:
         visible = {d.doc_id: d for d in self.documents(turn.scope)}
         if not loaded or not visible:
             return Answer(question, interpreted,
-                          "No documents are indexed here yet. Index a PDF first (`pixelrag index FILE`, "
-                          "or `/pixelrag index <url>` in chat).",
+                          "No documents are indexed here yet. Index a PDF first, then ask again.",
                           limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
         snap, lexical = loaded
         backend.check_index(snap.built_with)

@@ -120,7 +120,16 @@ async def pdf_server(tmp_path):
     await runner.cleanup()
 
 
-async def test_url_download_checks_type_magic_and_size(indexed, pdf_server, settings):
+async def test_urls_on_private_networks_are_refused_by_default(indexed, pdf_server):
+    with pytest.raises(BadInput, match="private or local address"):
+        await indexed.index([f"{pdf_server}/doc.pdf"])
+    with pytest.raises(BadInput, match="only http and https"):
+        await indexed.index(["ftp://example.org/doc.pdf"])
+
+
+async def test_url_download_checks_type_magic_and_size(pdf_server, settings, tmp_path):
+    settings = settings.with_(allow_private_urls=True)  # the test server is on loopback
+    indexed = Service(settings)
     report = await indexed.index([f"{pdf_server}/doc.pdf"])
     assert report.documents[0].file_name == "doc.pdf"
     assert report.documents[0].source == f"{pdf_server}/doc.pdf"
