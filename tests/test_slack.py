@@ -141,7 +141,8 @@ class Harness:
 
 
 def base_settings(fake: FakeSlack, tmp_path: Path, **extra) -> Settings:
-    return Settings(index_dir=tmp_path / "index", extra={
+    # The fake serves the PDFs to index on loopback, which chat users may not fetch by default.
+    return Settings(index_dir=tmp_path / "index", allow_private_urls=True, extra={
         "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
         "SLACK_PROGRESS_INTERVAL": "0.05", **extra,
     })
@@ -401,6 +402,15 @@ async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     assert all(u.params["ts"] == fake.messages[CHANNEL][0]["ts"] for u in updates)
     assert [d.title for d in slack.service.real.documents("slack:T1") if d.title == "q9-manual.pdf"]
     assert not [d for d in slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
+
+
+async def test_index_outside_the_bots_channels_reports_through_the_response_url(slack: Harness):
+    slack.fake.fail["chat.postMessage"] = "not_in_channel"
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    await slack.command(f"index {url}")
+    await slack.bot.idle()
+    replies = [c.params["text"] for c in slack.fake.calls_to("response_url")]
+    assert "Indexing" in replies[0] and "Indexed q9-manual.pdf" in replies[-1]
 
 
 async def test_index_refused_for_non_admin(slack: Harness):
