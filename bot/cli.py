@@ -151,6 +151,24 @@ async def cmd_discord(args) -> int:
     return 0
 
 
+async def cmd_eval(args) -> int:
+    from core.evaluation import evaluate, load_questions, markdown_report
+
+    settings = _settings(args)
+    if not args.index:
+        settings = settings.with_(index_dir=Path("index") / f"eval-{settings.backend}")
+    questions = load_questions(args.questions)
+    log = (lambda line: print(line, file=sys.stderr)) if args.verbose_questions else None
+    report = await evaluate(questions, Path(args.corpus), settings, k=args.k, reader=not args.retrieve_only,
+                            out_dir=Path(args.out) if args.out else None, log=log)
+    print(markdown_report(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        print(f"\nper-question results: {args.json}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pixelrag", description="Answer questions about PDFs by reading their pages.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
@@ -194,6 +212,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("discord", help="run the Discord bot")
     common(p)
     p.set_defaults(run=cmd_discord)
+
+    p = sub.add_parser("eval", help="score retrieval (and the reader) on a questions file")
+    p.add_argument("questions", metavar="QUESTIONS.jsonl")
+    p.add_argument("--corpus", required=True, help="folder holding the PDFs the questions refer to")
+    p.add_argument("--index", help="index directory (default: index/eval-<backend>; built or updated incrementally)")
+    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+    p.add_argument("--k", type=int, default=4, help="pages retrieved and scored (default 4)")
+    p.add_argument("--json", metavar="OUT", help="write the full report with each question's ranked pages")
+    p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
+    p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
+    p.add_argument("--verbose-questions", action="store_true", help="print each question's ranking to stderr")
+    p.set_defaults(run=cmd_eval)
     return parser
 
 

@@ -67,6 +67,13 @@ class HeuristicResolver:
         history = trim_history(history, self.exchanges, self.chars)
         if not is_follow_up(question):
             return Resolution(question)
+        opener = bool(FOLLOW_UP_START.match(question))
+        if not history and not opener:
+            # A first question's "it"/"this" points inside the question itself ("Is the X waterproof? How
+            # should it be protected?") or at an attached screenshot: nothing to resolve.
+            return Resolution(question)
+        if history and not opener and subject_of(question):
+            return Resolution(question)  # names its own subject: a new question, not a follow-up
         subject = next((s for ex in reversed(history) if (s := subject_of(ex.interpreted or ex.question))), "")
         if not subject:  # a pronoun with nothing to point at: ask rather than guess
             if PRONOUN.search(question):
