@@ -231,55 +231,72 @@ class Service:
     async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
                               reuse_pages: dict, progress: ProgressFn) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
+        embedding: asyncio.Task | None = None
         try:
             document = Document(source.doc_id, title or document_title(pdf, source), source.name, source.sha256,
                                 pdf.page_count, scope, source.origin)
             await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
             total = pdf.page_count
+            # Enough pages per step to keep every allowed embedding request busy.
+            step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
             pages: list[Page] = []
-            vectors: list[np.ndarray] = []
-            embedded = reused = 0
-            for start in range(0, total, PAGES_PER_STEP):
-                step = range(start, min(total, start + PAGES_PER_STEP))
-                rendered = await asyncio.to_thread(
-                    lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in step])
-                fresh: list[PageInput] = []
-                for r in rendered:
-                    await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
-                    old = reuse_pages.get(r.page.content_hash)
-                    if old is not None and r.page.content_hash in reuse_rows:
-                        # Unchanged pixels: keep the earlier words (OCR included) and vectors.
-                        pages.append(replace(old, doc_id=document.doc_id, page=r.page.page))
-                        vectors.append(reuse_rows[r.page.content_hash])
-                        reused += 1
-                        continue
-                    page = r.page
-                    if self.backend.ocr_queries and r.needs_ocr:
-                        extra = await asyncio.to_thread(
-                            self._ocr.page_words, r.jpeg, self.settings.render_dpi, self.settings.ocr_dpi,
-                            page.words, 1 + max((w.line for w in page.words), default=0))
-                        page = replace(page, words=page.words + tuple(extra))
+            vectors: list[np.ndarray | None] = []
+            finished = embedded = 0
+
+            def report(n: int) -> None:
+                nonlocal finished
+                finished += n
+                progress(Progress("embed", min(finished, total), total, document.title))
+
+            async def embed(fresh: list[tuple[int, PageInput]]) -> None:
+                new = await self.backend.embedder.embed_pages([item for _, item in fresh], report)
+                if len(new) != len(fresh):
+                    raise IndexProblem(f"The embedder returned {len(new)} vectors for {len(fresh)} pages.")
+                for (slot, _), vector in zip(fresh, new):
+                    vectors[slot] = vector
+
+            for start in range(0, total, step_size):
+                # Render and read this step while the previous step's pages are being embedded.
+                fresh: list[tuple[int, PageInput]] = []
+                for page, jpeg, reused in await self._prepare_pages(pdf, range(start, min(total, start + step_size)),
+                                                                     document, reuse_rows, reuse_pages):
                     pages.append(page)
-                    vectors.append(None)
-                    fresh.append(PageInput(page, r.jpeg, document.title))
-                if fresh:
-                    done_before = len(pages) - len(fresh)
-                    counter = {"n": 0}
-
-                    def done(n: int, base=done_before) -> None:
-                        counter["n"] += n
-                        progress(Progress("embed", min(total, base + counter["n"]), total, document.title))
-
-                    new_vectors = await self.backend.embedder.embed_pages(fresh, done)
-                    if len(new_vectors) != len(fresh):
-                        raise IndexProblem(f"The embedder returned {len(new_vectors)} vectors for {len(fresh)} pages.")
-                    it = iter(new_vectors)
-                    vectors = [v if v is not None else next(it) for v in vectors]
-                    embedded += len(fresh)
-                progress(Progress("embed", len(pages), total, document.title))
-            return _Pending(document, pages, vectors), embedded, reused
+                    vectors.append(reuse_rows[page.content_hash] if reused else None)
+                    if not reused:
+                        fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
+                if embedding is not None:
+                    await embedding
+                report(min(step_size, total - start) - len(fresh))  # reused pages are done already
+                embedded += len(fresh)
+                embedding = asyncio.create_task(embed(fresh)) if fresh else None
+            if embedding is not None:
+                await embedding
+            return _Pending(document, pages, vectors), embedded, total - embedded
         finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
             pdf.close()
+
+    async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
+                             reuse_pages: dict) -> list[tuple[Page, bytes, bool]]:
+        """Render pages and read their words: (page, jpeg, reused). Unchanged pixels reuse earlier work."""
+        rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
+        out = []
+        for r in rendered:
+            await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
+            old = reuse_pages.get(r.page.content_hash)
+            if old is not None and r.page.content_hash in reuse_rows:
+                # Unchanged pixels: keep the earlier words (OCR included) and vectors.
+                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True))
+                continue
+            page = r.page
+            if self.backend.ocr_queries and r.needs_ocr:
+                extra = await asyncio.to_thread(
+                    self._ocr.page_words, r.jpeg, self.settings.render_dpi, self.settings.ocr_dpi,
+                    page.words, 1 + max((w.line for w in page.words), default=0))
+                page = replace(page, words=page.words + tuple(extra))
+            out.append((page, r.jpeg, False))
+        return out
 
     # --- answering ----------------------------------------------------------------------------
     async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
