@@ -114,6 +114,8 @@ class GeminiCalls:
             http_options=types.HttpOptions(base_url=settings.gemini_base_url or None, api_version=API_VERSION),
         )
         self.models = self.client.aio.models
+        # every call (embedding, reading, context) shares one cap on requests in flight
+        self.slots = asyncio.Semaphore(max(1, settings.embed_concurrency))
 
     async def aclose(self) -> None:
         await self.client.aio.aclose()
@@ -125,13 +127,16 @@ class GeminiCalls:
         delay = s.retry_initial_delay_s
         for attempt in range(1, attempts + 1):
             try:
-                return await asyncio.wait_for(make(), s.request_timeout_s)
+                async with self.slots:
+                    return await asyncio.wait_for(make(), s.request_timeout_s)
             except errors.APIError as e:
                 if e.code not in RETRY_STATUS:
                     raise RemoteError(f"Gemini refused the {what} request ({e.code} {e.status}): {e.message}") from e
                 failure = f"answering {e.code} ({STATUS_WORDS[e.code]})"
             except TimeoutError:  # before OSError: TimeoutError is one
                 failure = f"not answering within {s.request_timeout_s:g} s"
+            except (aiohttp.ClientConnectorError, ConnectionRefusedError) as e:
+                failure = f"being unreachable ({type(e).__name__})"
             except (aiohttp.ClientError, ConnectionError) as e:
                 failure = f"dropping the connection ({type(e).__name__})"
             if attempt < attempts:
