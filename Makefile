@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
 
-.PHONY: demo test setup setup-test clean
+.PHONY: demo test setup setup-test clean results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ demo: setup
 test: setup-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+
+# Regenerate eval/RESULTS.md: dev-set evaluation (local backend) and the benchmarks (about 15 minutes).
+results: setup-test
+	$(BIN)/python eval/results.py
 
 clean:
 	rm -rf $(VENV) out

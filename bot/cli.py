@@ -159,8 +159,9 @@ async def cmd_eval(args) -> int:
         settings = settings.with_(index_dir=Path("index") / f"eval-{settings.backend}")
     questions = load_questions(args.questions)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose_questions else None
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     report = await evaluate(questions, Path(args.corpus), settings, k=args.k, reader=not args.retrieve_only,
-                            out_dir=Path(args.out) if args.out else None, log=log)
+                            variants=variants, out_dir=Path(args.out) if args.out else None, log=log)
     print(markdown_report(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="OUT", help="write the full report with each question's ranked pages")
     p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
     p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
+    p.add_argument("--variants", default="crop,half,jpeg40,rot2,screenshot",
+                   help="screenshot-query variants to run (comma-separated; default: all five)")
     p.add_argument("--verbose-questions", action="store_true", help="print each question's ranking to stderr")
     p.set_defaults(run=cmd_eval)
     return parser

@@ -282,6 +282,8 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
     from .service import Service
 
     log = log or (lambda s: None)
+    if unknown := [v for v in variants if v not in VARIANTS]:
+        raise BadInput(f"Unknown image variant(s): {', '.join(unknown)}; choose from {', '.join(VARIANTS)}.")
     settings = settings.with_(top_k=k)
     service = service or Service(settings)
     pdfs = corpus_pdfs(corpus)

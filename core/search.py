@@ -1,4 +1,12 @@
-"""Page retrieval: dense vectors (max over a page's rows), BM25 over page words, rank fusion."""
+"""Page retrieval: dense vectors (max over a page's rows), BM25 over page words, score fusion.
+
+Fusion is a weighted sum of normalized scores rather than reciprocal ranks: the quantized e5
+cosines are squeezed into a narrow band, so ranks alone turn tiny dense differences into large
+ones and break ties by page order. Dense scores are standardized over the visible pages (how far a
+page stands out from the collection) and BM25 scores are divided by the best page's, so a page that
+both signals single out wins, and a clear lexical match survives a middling dense score. How much
+each signal counts depends on the query's lexical coverage (see dense_weight).
+"""
 from __future__ import annotations
 
 import math
@@ -31,6 +39,24 @@ class LexicalIndex:
         df = len(self.postings.get(term, ()))
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
+    def coverage(self, query: str, allowed: np.ndarray | None = None) -> float:
+        """The idf-weighted share of the query's terms found together on the best-covered (allowed) page.
+
+        Near 1: the pages speak the query's words and BM25 is reliable. Near 0: they do not (another
+        language, paraphrase), and ranking should lean on the dense model."""
+        terms = {stem(t) for t in content_tokens(query)}
+        weights = {t: self.idf(t) for t in terms}
+        total = sum(weights.values())
+        if not total or not self.n:
+            return 0.0
+        per_page = np.zeros(self.n, dtype=np.float64)
+        for term, w in weights.items():
+            for i, _ in self.postings.get(term, ()):
+                per_page[i] += w
+        if allowed is not None:
+            per_page = np.where(allowed, per_page, 0.0)
+        return float(per_page.max() / total)
+
     def scores(self, query: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
         for term in set(stem(t) for t in content_tokens(query)):
@@ -56,6 +82,47 @@ def top_pages(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
         return []
     idx = np.argpartition(-masked, k - 1)[:k]
     return [int(i) for i in idx[np.argsort(-masked[idx], kind="stable")] if np.isfinite(masked[i])]
+
+
+# The dense weight follows the lexical coverage of the query: DENSE_BASE when some page holds every
+# query term (BM25 is then precise), up to DENSE_BASE + DENSE_GAIN when no page holds any (typically a
+# question in another language than the pages: only the multilingual dense model bridges it).
+DENSE_BASE = 0.3
+DENSE_GAIN = 0.5
+DENSE_TEMPERATURE = 2.0
+
+
+def standardized(scores: np.ndarray, allowed: np.ndarray, temperature: float = DENSE_TEMPERATURE) -> np.ndarray:
+    """exp((z - z_max) / T) of each allowed page's z-score: the best page is 1, a page one standard
+    deviation of the collection behind it exp(-1/T); pages not allowed are 0. Always > 0 when allowed."""
+    out = np.zeros(len(scores), dtype=np.float64)
+    ok = allowed & np.isfinite(scores)
+    if ok.sum() == 0:
+        return out
+    vals = scores[ok].astype(np.float64)
+    z = (vals - vals.mean()) / (vals.std() + 1e-9)
+    out[ok] = np.exp((z - z.max()) / temperature)
+    return out
+
+
+def max_scaled(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    out = np.where(allowed, scores, 0.0).astype(np.float64)
+    top = out.max() if len(out) else 0.0
+    return out / top if top > 0 else out
+
+
+def dense_weight(coverage: float) -> float:
+    return DENSE_BASE + DENSE_GAIN * (1.0 - min(1.0, max(0.0, coverage)))
+
+
+def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, allowed: np.ndarray, k: int,
+                coverage: float = 0.5) -> list[tuple[int, float]]:
+    """Top k allowed pages by w * standardized dense + (1 - w) * BM25 / best BM25, w = dense_weight(coverage)."""
+    fused = standardized(dense, allowed)
+    if lexical is not None:
+        w = dense_weight(coverage)
+        fused = w * fused + (1 - w) * max_scaled(lexical, allowed)
+    return [(i, float(fused[i])) for i in top_pages(fused, allowed, k)]
 
 
 def fuse(rankings: list[tuple[list[int], float]], k: int) -> list[tuple[int, float]]:

@@ -27,7 +27,7 @@ from .documents import Source, document_title, open_pdf, read_source, render_pag
 from .errors import BadInput, Busy, IndexProblem
 from .ocr import Ocr
 from .records import SHARED_SCOPE, Answer, Citation, Document, Hit, IndexReport, Page, Progress, Turn
-from .search import LexicalIndex, dense_page_scores, fuse, top_pages
+from .search import LexicalIndex, dense_page_scores, fuse_scores
 from .store import IndexStore, Snapshot
 
 log = logging.getLogger(__name__)
@@ -361,10 +361,10 @@ class Service:
                 qvec: np.ndarray) -> list[Hit]:
         allowed = np.array([p.doc_id in visible for p in snap.pages])
         dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
-        rankings = [(top_pages(dense, allowed, CANDIDATES), 1.0)]
         if self.backend.lexical:
-            rankings.append((top_pages(lexical.scores(text), allowed, CANDIDATES), 1.0))
-        fused = fuse(rankings, self.settings.top_k)
+            fused = fuse_scores(dense, lexical.scores(text), allowed, self.settings.top_k, lexical.coverage(text, allowed))
+        else:
+            fused = fuse_scores(dense, None, allowed, self.settings.top_k)
         return [
             Hit(snap.pages[i].doc_id, visible[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
                 str(self.store.page_image_path(snap.pages[i].content_hash)))

@@ -5,6 +5,8 @@ import re
 import unicodedata
 
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
+# Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
+COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
 
 # Words that carry no subject in the three corpus languages; kept short on purpose.
 STOPWORDS = frozenset(
@@ -29,9 +31,12 @@ def tokens(text: str) -> list[str]:
 
 
 def content_tokens(text: str) -> list[str]:
-    return [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts."""
+    folded = fold(text)
+    words = [t for t in TOKEN.findall(folded) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    return words + COMPOUND.findall(folded)
 
 
 def stem(token: str) -> str:
     """A crude language-agnostic stem: long words share their first 6 letters."""
-    return token if token[0].isdigit() or len(token) <= 6 else token[:6]
+    return token if len(token) <= 6 or any(c.isdigit() for c in token) else token[:6]

@@ -1,0 +1,97 @@
+"""Search latency and memory over synthetic page vectors: the dense step of Service._search
+(dense_page_scores + the top-k selection) over N pages x D dimensions, one row per page.
+
+    python eval/bench_search.py [--sizes 10000,100000,1000000] [--dims 768,3072] [--queries 100]
+
+Vectors are random unit vectors (float32; latency does not depend on their values). A matrix that
+would not fit in the memory left (less than 3 GB headroom) is stored as float16 instead and that is
+reported; a float16 matrix is multiplied in float32 blocks, as a real float16 index would be.
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.search import dense_page_scores, fuse_scores, top_pages  # noqa: E402
+
+BLOCK = 65536
+
+
+def available_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 8 << 30
+
+
+def make_matrix(n: int, dim: int, dtype, rng) -> np.ndarray:
+    m = np.empty((n, dim), dtype=dtype)
+    for start in range(0, n, BLOCK):
+        block = rng.standard_normal((min(BLOCK, n - start), dim), dtype=np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        m[start:start + len(block)] = block
+    return m
+
+
+def scores_f16(m: np.ndarray, row_page: np.ndarray, n: int, q: np.ndarray) -> np.ndarray:
+    out = np.empty(n, dtype=np.float32)
+    for start in range(0, len(m), BLOCK):
+        out[start:start + BLOCK] = m[start:start + BLOCK].astype(np.float32) @ q
+    return out
+
+
+def bench(n: int, dim: int, queries: int, rng) -> dict:
+    need = n * dim * 4
+    dtype = np.float32 if need + (3 << 30) < available_bytes() else np.float16
+    t0 = time.perf_counter()
+    m = make_matrix(n, dim, dtype, rng)
+    build_s = time.perf_counter() - t0
+    row_page = np.arange(n)
+    allowed = np.ones(n, dtype=bool)
+    lat = []
+    for _ in range(queries):
+        q = rng.standard_normal(dim, dtype=np.float32)
+        q /= np.linalg.norm(q)
+        t = time.perf_counter()
+        if dtype == np.float32:
+            dense = dense_page_scores(m, row_page, n, q)
+        else:
+            dense = scores_f16(m, row_page, n, q)
+        fuse_scores(dense, None, allowed, 4)
+        lat.append((time.perf_counter() - t) * 1000)
+    lat = np.array(lat)
+    out = {"pages": n, "dim": dim, "dtype": np.dtype(dtype).name, "matrix_mb": m.nbytes / 2**20,
+           "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "queries": queries,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "build_s": build_s}
+    del m
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--dims", default="768,3072")
+    ap.add_argument("--queries", type=int, default=100, help="queries per configuration (fewer for 1M pages)")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    print("## Search latency (dense scoring + top-4 selection, one row per page, 2 cores)\n")
+    print("| pages | dim | dtype | matrix | p50 | p99 | queries | peak RSS so far |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in (int(s) for s in args.sizes.split(",")):
+        for dim in (int(d) for d in args.dims.split(",")):
+            q = args.queries if n < 1_000_000 else max(20, args.queries // 5)
+            r = bench(n, dim, q, rng)
+            print(f"| {n:,} | {dim} | {r['dtype']} | {r['matrix_mb']:,.0f} MB | {r['p50_ms']:.1f} ms | "
+                  f"{r['p99_ms']:.1f} ms | {r['queries']} | {r['peak_rss_mb']:,.0f} MB |", flush=True)
+    print("\nThe lexical (BM25) side is not included: it is a postings walk whose cost grows with the query's "
+          "term frequencies, not with the vector dimension.")
+
+
+if __name__ == "__main__":
+    main()

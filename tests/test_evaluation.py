@@ -1,0 +1,221 @@
+"""The evaluation harness: metrics on hand-made rankings, the answer normalizer, screenshot variants,
+and a small end-to-end `pixelrag eval` over generated text PDFs (no OCR-heavy pages)."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from bot.cli import main
+from core.evaluation import (MISS, Result, citation_precision, containment, image_variant, key_tokens, load_questions,
+                             mean_scores, normalize_answer, render_crop, score_ranking, summarize)
+from tests.conftest import text_pdf
+
+A, B, C, D, E = [("doc.pdf", n) for n in range(1, 6)]
+
+
+# --- metrics -------------------------------------------------------------------------------------
+def test_single_gold_page_first_within_and_reciprocal_rank():
+    s = score_ranking([B, A, C, D], [A])
+    assert (s.first, s.within_k, s.recall, s.rr) == (0.0, 1.0, 1.0, 0.5)
+    s = score_ranking([A, B], [A])
+    assert (s.first, s.within_k, s.rr) == (1.0, 1.0, 1.0)
+
+
+def test_gold_page_beyond_k_is_not_within_but_still_ranks():
+    s = score_ranking([B, C, D, E, A], [A], k=4)
+    assert s.within_k == 0.0 and s.recall == 0.0 and s.rr == pytest.approx(0.2)
+
+
+def test_gold_mode_all_needs_every_page_and_recall_is_partial():
+    s = score_ranking([A, C, D, E], [A, B], mode="all")
+    assert s.first == 1.0 and s.within_k == 0.0 and s.recall == 0.5
+    assert score_ranking([B, C, A, E], [A, B], mode="all").within_k == 1.0
+
+
+def test_gold_mode_any_is_satisfied_by_one_page():
+    s = score_ranking([C, B, D, E], [A, B], mode="any")
+    assert s.first == 0.0 and s.within_k == 1.0 and s.recall == 1.0 and s.rr == 0.5
+
+
+def test_errors_and_negatives_score_as_misses():
+    assert score_ranking(None, [A]) == MISS
+    assert score_ranking([A, B], []) == MISS
+    assert score_ranking([], [A]) == MISS
+
+
+def test_duplicate_pages_in_a_ranking_count_once():
+    s = score_ranking([B, B, B, B, A], [A], k=4)
+    assert s.within_k == 1.0 and s.rr == 0.5
+
+
+def test_mean_scores_and_summary_keep_errors_negatives_and_variants_apart():
+    rs = [
+        Result("q1", "text", "en", "", "?", gold=[list(A)], score=score_ranking([A], [A]).__dict__),
+        Result("q2", "table", "de", "", "?", gold=[list(B)], score=MISS.__dict__, error="RemoteError: boom"),
+        Result("q3", "negative", "en", "", "?", gold=[], score=MISS.__dict__, states_limitation=True),
+        Result("q4", "negative", "pl", "", "?", gold=[], score=MISS.__dict__, states_limitation=False),
+        Result("q5", "image", "en", "crop", "?", gold=[list(C)], score=score_ranking([C], [C]).__dict__),
+        Result("q5", "image", "en", "half", "?", gold=[list(C)], score=score_ranking([D], [C]).__dict__),
+    ]
+    summary = summarize(rs, 4, reader=True)
+    overall = summary["groups"]["overall"]
+    assert overall["n"] == 3 and overall["errors"] == 1
+    assert overall["evidence_first"] == pytest.approx(2 / 3)
+    assert summary["groups"]["kind:table"]["evidence_within_k"] == 0.0
+    assert summary["groups"]["image:crop"]["evidence_first"] == 1.0
+    assert summary["groups"]["image:half"]["evidence_first"] == 0.0
+    assert summary["negatives"] == {"n": 2, "errors": 0, "limitation_rate": 0.5}
+    assert mean_scores([]) == {"n": 0}
+
+
+# --- answer grading ------------------------------------------------------------------------------
+def test_normalizer_lowercases_and_drops_punctuation_and_articles():
+    assert normalize_answer("The LCD12864 screen.") == "lcd12864 screen"
+    assert normalize_answer("An ECS-160-20-4X-DU oscillator!") == "ecs160204xdu oscillator"
+    assert normalize_answer("  „Profil   szumu” – a  the ") == "profil szumu"
+    assert key_tokens("The third brake light (3. Bremsleuchte).") == ["third", "brake", "light", "3", "bremsleuchte"]
+
+
+def test_containment_fraction_and_exact_flag():
+    frac, exact = containment("It uses an LCD12864 screen, as printed.", "The LCD12864 screen.")
+    assert frac == 1.0 and exact
+    frac, exact = containment("6 V minimum", "6 V minimum to 20 V maximum")
+    assert 0 < frac < 1 and not exact
+    assert containment("anything", "") == (0.0, False)
+
+
+def test_citation_precision_counts_cited_pages_that_are_gold():
+    assert citation_precision([A, B], [A]) == 0.5
+    assert citation_precision([A, A], [A]) == 1.0
+    assert citation_precision([], [A]) is None and citation_precision([A], []) is None
+
+
+# --- screenshot variants -------------------------------------------------------------------------
+@pytest.fixture
+def crop_png(tmp_path) -> bytes:
+    pdf = text_pdf(tmp_path / "c.pdf", ["Maximum flow rate 42 litres per minute at 3 bar."])
+    return render_crop(pdf, 1, [40.0, 40.0, 400.0, 120.0])
+
+
+def test_crop_is_rendered_at_150_dpi_from_pdf_points(crop_png):
+    img = Image.open(io.BytesIO(crop_png))
+    assert img.format == "PNG" and abs(img.width - 750) <= 1 and abs(img.height - 167) <= 1  # 360 x 80 pt at 150/72
+
+
+def test_image_variants_sizes_and_formats(crop_png):
+    w, h = Image.open(io.BytesIO(crop_png)).size
+    data, mime = image_variant(crop_png, "crop")
+    assert data == crop_png and mime == "image/png"
+    half = Image.open(io.BytesIO(image_variant(crop_png, "half")[0]))
+    assert half.format == "PNG" and half.size == (w // 2, h // 2)
+    data, mime = image_variant(crop_png, "jpeg40")
+    assert mime == "image/jpeg" and Image.open(io.BytesIO(data)).format == "JPEG"
+    rot = Image.open(io.BytesIO(image_variant(crop_png, "rot2")[0]))
+    assert rot.width > w and rot.height > h and rot.getpixel((0, 0)) == (255, 255, 255)  # expanded, white corners
+    shot = Image.open(io.BytesIO(image_variant(crop_png, "screenshot")[0]))
+    assert shot.width >= w + 80 and shot.height >= h + 80 + 28
+    assert shot.getpixel((0, 0)) != (255, 255, 255)  # a window border, not page white
+    with pytest.raises(ValueError):
+        image_variant(crop_png, "sepia")
+
+
+# --- questions file and end to end ---------------------------------------------------------------
+CORPUS = {
+    "pump-manual.pdf": [
+        "AquaMax P7 pump overview. The AquaMax P7 is a quiet circulation pump for heating systems.",
+        "AquaMax P7 technical data. Maximum flow rate 42 litres per minute. Nominal voltage 230 V. "
+        "Weight 3.1 kg. Noise level 28 dB.",
+        "Installation. Mount the pump with the shaft horizontal. Connect the earth wire first, then the mains.",
+    ],
+    "valve-datasheet.pdf": [
+        "ThermoValve TV9 datasheet. Opening temperature 65 degrees Celsius. Thread size G 3/4.",
+        "ThermoValve TV9 maintenance. Descale the valve seat every 12 months with citric acid.",
+    ],
+}
+
+
+def write_questions(path: Path) -> Path:
+    items = [
+        {"id": "q1", "question": "What is the maximum flow rate of the AquaMax P7 pump?", "answer": "42 litres per minute",
+         "gold": [{"file": "pump-manual.pdf", "page": 2}], "kind": "table", "lang": "en"},
+        {"id": "q2", "question": "And its weight?", "answer": "3.1 kg", "gold": [{"file": "pump-manual.pdf", "page": 2}],
+         "kind": "table", "lang": "en", "follow_up_of": "q1"},
+        {"id": "q3", "question": "At what temperature does the ThermoValve TV9 open?", "answer": "65 degrees Celsius",
+         "gold": [{"file": "valve-datasheet.pdf", "page": 1}, {"file": "pump-manual.pdf", "page": 1}],
+         "gold_mode": "any", "kind": "text", "lang": "en"},
+        {"id": "q4", "question": "How often must the TV9 valve seat be descaled, and how is the pump mounted?",
+         "answer": "every 12 months", "gold": [{"file": "valve-datasheet.pdf", "page": 2},
+                                               {"file": "pump-manual.pdf", "page": 3}], "kind": "procedure", "lang": "en"},
+        {"id": "q5", "question": "What does the ThermoValve TV9 cost?", "answer": "not in documents", "gold": [],
+         "kind": "negative", "lang": "en"},
+        {"id": "q6", "question": "  ", "answer": "x", "gold": [{"file": "pump-manual.pdf", "page": 1}], "kind": "text",
+         "lang": "de"},  # an empty question: the service refuses it, and the error counts as a miss
+        {"id": "q7", "question": "Which product is this?", "answer": "ThermoValve TV9",
+         "gold": [{"file": "valve-datasheet.pdf", "page": 2}], "kind": "image", "lang": "en",
+         "crop": {"file": "valve-datasheet.pdf", "page": 2, "box": [45, 45, 560, 110]}},
+    ]
+    path.write_text("\n".join(json.dumps(i) for i in items) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, pages in CORPUS.items():
+        text_pdf(folder / name, pages)
+    return folder
+
+
+def test_load_questions_reads_gold_modes_crops_and_follow_ups(tmp_path):
+    qs = {q.id: q for q in load_questions(write_questions(tmp_path / "q.jsonl"))}
+    assert qs["q1"].gold == (("pump-manual.pdf", 2),) and qs["q1"].gold_mode == "all"
+    assert qs["q3"].gold_mode == "any" and qs["q2"].follow_up_of == "q1"
+    assert qs["q5"].negative and qs["q7"].crop["page"] == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "question": "?", "follow_up_of": "nope"}\n')
+    with pytest.raises(Exception, match="nope"):
+        load_questions(bad)
+
+
+def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
+    questions = write_questions(tmp_path / "q.jsonl")
+    out = tmp_path / "report.json"
+    index = tmp_path / "index"
+    args = ["eval", str(questions), "--corpus", str(corpus), "--index", str(index), "--backend", "local",
+            "--json", str(out), "--variants", "crop,half"]  # two screenshot variants keep the OCR short
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "| overall |" in table and "text-only" in table and "Negatives: 1" in table
+    report = json.loads(out.read_text())
+    rows = {(r["id"], r["variant"]): r for r in report["questions"]}
+
+    q1 = rows[("q1", "")]
+    assert q1["ranked"][0] == {"file": "pump-manual.pdf", "page": 2, "score": q1["ranked"][0]["score"]}
+    assert q1["score"]["first"] == 1.0 and q1["contains"] and q1["citation_precision"] == 1.0
+    # the follow-up ran as a second turn: its question was resolved with the first turn's subject
+    q2 = rows[("q2", "")]
+    assert "AquaMax P7" in q2["interpreted"] and q2["score"]["first"] == 1.0
+    assert rows[("q3", "")]["score"]["within_k"] == 1.0  # either gold page will do
+    assert rows[("q4", "")]["score"]["recall"] in (0.5, 1.0)
+    assert rows[("q5", "")]["states_limitation"] is True  # the negative: "no price is stated"
+    assert rows[("q6", "")]["error"] and rows[("q6", "")]["score"]["within_k"] == 0.0
+    assert {v for (i, v) in rows if i == "q7"} == {"crop", "half"}
+    assert rows[("q7", "crop")]["score"]["first"] == 1.0
+    # the text-only baseline ran on the same questions
+    assert rows[("q1", "")]["baseline_ranked"][0] == ["pump-manual.pdf", 2]
+
+    groups = report["summary"]["groups"]
+    assert groups["overall"]["n"] == 6 and groups["overall"]["errors"] == 1
+    assert {"kind:table", "kind:image", "lang:en", "lang:de", "image:crop", "image:half"} <= set(groups)
+    assert report["summary"]["negatives"]["limitation_rate"] == 1.0
+
+    # a second run reuses the index instead of rebuilding it
+    assert main(args) == 0
+    capsys.readouterr()
+    assert json.loads(out.read_text())["build"]["indexed"] == 0
