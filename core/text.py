@@ -34,7 +34,15 @@ def content_tokens(text: str) -> list[str]:
     """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts."""
     folded = fold(text)
     words = [t for t in TOKEN.findall(folded) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    return words + COMPOUND.findall(folded)
+    compounds = COMPOUND.findall(folded)
+    for ident in compounds:
+        if not ident[0].isdigit():
+            # an identifier (P7, Y1) stands whole; its bare one-digit number would count it twice and
+            # match every other "7" on the page. Longer numbers stay ("OUT14" ~ "OUT 14").
+            for number in re.findall(r"\d+", ident):
+                if len(number) == 1 and number in words:
+                    words.remove(number)
+    return words + compounds
 
 
 def stem(token: str) -> str:
