@@ -161,13 +161,22 @@ def text_words(page) -> list[Word]:
     words: list[Word] = []
     line_ids: dict[tuple[int, int], int] = {}
     for x0, y0, x1, y1, text, block, line, _ in page.get_text("words", sort=True):
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        if any(h[0] <= cx <= h[2] and h[1] <= cy <= h[3] for h in hidden):
+        if any(_mostly_overlap((x0, y0, x1, y1), h) for h in hidden):
             continue
         lid = line_ids.setdefault((block, line), len(line_ids))
         box = (max(0.0, x0 / width), max(0.0, y0 / height), min(1.0, x1 / width), min(1.0, y1 / height))
         words.append(Word(text, box, lid, "text"))
     return words
+
+
+def _mostly_overlap(a, b) -> bool:
+    """Half of the smaller box lies inside the other (span boxes are tighter than word boxes)."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return False
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return w * h >= 0.5 * max(smaller, 1e-6)
 
 
 def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPage:
