@@ -16,8 +16,6 @@ import numpy as np
 
 from .text import content_tokens, stem
 
-RRF_K = 60
-
 
 class LexicalIndex:
     """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems."""
@@ -124,11 +122,3 @@ def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, allowed: np.ndarr
         fused = w * fused + (1 - w) * max_scaled(lexical, allowed)
     return [(i, float(fused[i])) for i in top_pages(fused, allowed, k)]
 
-
-def fuse(rankings: list[tuple[list[int], float]], k: int) -> list[tuple[int, float]]:
-    """Weighted reciprocal-rank fusion: sum of weight / (RRF_K + rank)."""
-    fused: dict[int, float] = {}
-    for ranking, weight in rankings:
-        for rank, page in enumerate(ranking, start=1):
-            fused[page] = fused.get(page, 0.0) + weight / (RRF_K + rank)
-    return sorted(fused.items(), key=lambda kv: -kv[1])[:k]
