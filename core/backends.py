@@ -102,7 +102,9 @@ def make_backend(settings: Settings, name: str | None = None) -> Backend:
         from .readers import ExtractiveReader
 
         resolver = HeuristicResolver(settings.history_exchanges, settings.history_chars)
-        return Backend("local", LocalEmbedder(), ExtractiveReader(), resolver, lexical=True, ocr_queries=True)
+        embedder = LocalEmbedder()
+        reader = ExtractiveReader(embedder.similarities)
+        return Backend("local", embedder, reader, resolver, lexical=True, ocr_queries=True)
     if name == "gemini":
         from .gemini import gemini_backend
 

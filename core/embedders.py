@@ -62,3 +62,9 @@ class LocalEmbedder:
     async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
         # Screenshots reach this backend as OCR text already folded into `text` by the service.
         return await asyncio.to_thread(self._query, text or " ")
+
+    def similarities(self, query: str, texts: list[str]) -> np.ndarray:
+        """Cosine of the query with each text; blocking (the extractive reader runs it in a thread)."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        return self._passages(texts) @ self._query(query)

@@ -6,21 +6,26 @@ cells, are widened with the words printed at the same height, so "Operating volt
 """
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
+
+import numpy as np
 
 from .backends import Draft, DraftCitation, ReaderPage
 from .records import Box, Page, QueryImage, Word
 from .text import content_tokens, fold, stem
 
 MAX_QUOTES = 3
+SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
+DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
 LOCAL_NOTICE = (
     "_Local mode: these are the passages of the retrieved pages that best match the question, quoted as "
     "printed. pixelrag does not compose answers without a Gemini key._"
 )
-PRICE_WORDS = re.compile(r"\b(price|prices|cost|costs|pric\w*|preis\w*|kosten|cena|ceny|koszt\w*|how much does)\b", re.I)
+PRICE_WORDS = re.compile(r"\b(price|prices|cost|costs|pric\w*|preis\w*|kosten|cena|ceny|koszt\w*)\b", re.I)
 CURRENCY = re.compile(r"(€|\$|£|\bEUR\b|\bUSD\b|\bPLN\b|\bzł|\bCHF\b)", re.I)
 TOPICS = [
     ("warranty", ("warrant", "garantie", "gewährleistung", "gwarancj")),
@@ -36,6 +41,7 @@ TOPICS = [
 class Passage:
     page: ReaderPage
     words: tuple[Word, ...]
+    lines: int = 1  # consecutive printed lines it spans
 
     @property
     def text(self) -> str:
@@ -64,6 +70,41 @@ def passages(page: Page) -> list[tuple[Word, ...]]:
     return out
 
 
+def windows(page: Page, skip: set[str] = frozenset(), longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
+    """Runs of 1 to `longest` consecutive lines: an answer often spans a label and the lines below it.
+    Lines in `skip` (running headers and footers) are left out: they answer nothing."""
+    lines = [ws for ws in passages(page) if _shape(ws) not in skip]
+    return [(tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line)), n)
+            for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
+
+
+def missing_words(question: str, pages: Sequence[ReaderPage]) -> list[str]:
+    """Content words of the question (4+ letters) that no retrieved page contains, even as a prefix."""
+    seen = {t for rp in pages for t in content_tokens(rp.page.text + " " + rp.hit.title)}
+    prefixes = {t[:n] for t in seen for n in range(4, len(t) + 1)}
+    absent = []
+    for word in dict.fromkeys(content_tokens(question)):
+        if len(word) >= 4 and not word.isdigit() and word not in prefixes and word[:max(4, len(word) - 2)] not in prefixes:
+            absent.append(word)
+    return absent
+
+
+def _shape(words: tuple[Word, ...]) -> str:
+    """A line compared without its digits, so "page 3 of 9" matches "page 4 of 9"."""
+    return re.sub(r"\d+", "", fold(" ".join(w.text for w in words))).strip()
+
+
+def repeated_lines(pages: Sequence[ReaderPage], margin: float = 0.1) -> set[str]:
+    """Running headers and footers: lines in the top or bottom margin printed on two or more pages."""
+    counts: dict[str, int] = {}
+    for rp in pages:
+        edges = {_shape(ws) for ws in passages(rp.page)
+                 if max(w.box[3] for w in ws) < margin or min(w.box[1] for w in ws) > 1 - margin}
+        for shape in edges:
+            counts[shape] = counts.get(shape, 0) + 1
+    return {shape for shape, n in counts.items() if n > 1 and shape}
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPICS:
@@ -73,8 +114,15 @@ def topic_of(question: str) -> str:
 
 
 class ExtractiveReader:
+    """Lexical coverage shortlists passages; the local dense model, when given, reranks the shortlist,
+    so "How long is the warranty?" finds "a warranty of 36 months" rather than a line that repeats words."""
+
+    def __init__(self, similarity: Callable[[str, list[str]], np.ndarray] | None = None):
+        self.similarity = similarity
+
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft:
-        candidates = [Passage(rp, words) for rp in pages for words in passages(rp.page)]
+        boilerplate = repeated_lines(pages)
+        candidates = [Passage(rp, words, n) for rp in pages for words, n in windows(rp.page, boilerplate)]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
@@ -91,28 +139,35 @@ class ExtractiveReader:
         def coverage(i: int) -> float:
             return sum(weight[t] for t in query & stems[i]) / total
 
-        def score(i: int) -> float:
+        def lexical_score(i: int) -> float:
             words = candidates[i].words
             value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * rank[candidates[i].page.hit.doc_id + str(candidates[i].page.hit.page)]
-            return coverage(i) * value * heading / prior  # earlier pages are likelier to hold the answer
+            brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
+            return coverage(i) * value * heading * brevity / prior  # earlier pages likelier hold the answer
 
-        order = sorted(range(len(candidates)), key=lambda i: -score(i))
-        chosen, seen = [], set()
+        final = {i: lexical_score(i) for i in range(len(candidates))}
+        final = {i: v for i, v in final.items() if v > 0}
+        if self.similarity is not None and final:
+            final = await self._rerank(question, candidates, final)
+        order = sorted(final, key=lambda i: -final[i])
+        chosen: list[Passage] = []
         for i in order:
             # further quotes only when nearly as good as the best: weak matches are noise
-            if score(i) <= 0 or len(chosen) == MAX_QUOTES or score(i) < 0.7 * score(order[0]):
+            if len(chosen) == MAX_QUOTES or final[i] < 0.7 * final[order[0]]:
                 break
-            text = candidates[i].text
-            if fold(text) in seen:
-                continue
-            seen.add(fold(text))
+            if any(set(candidates[i].words) & set(c.words) for c in chosen):
+                continue  # overlapping windows would quote the same lines twice
             chosen.append(candidates[i])
         limitations = []
-        if not chosen or max(coverage(i) for i in range(len(candidates))) < 0.5:
-            limitations.append("No passage on the retrieved pages matches most of the question; "
-                               "the documents may not answer it.")
+        absent = missing_words(question, pages)
+        if absent:
+            limitations.append("Not found on the retrieved pages: " + ", ".join(f"“{w}”" for w in absent)
+                               + ". The documents may not state this, or may word it differently; "
+                               "check the quotes before relying on them.")
+        elif not chosen:
+            limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
         lines = [LOCAL_NOTICE, ""]
@@ -122,3 +177,13 @@ class ExtractiveReader:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
         return Draft("\n".join(lines), citations, tuple(limitations), topic_of(question))
+
+    async def _rerank(self, question: str, candidates: list[Passage], lexical: dict[int, float]) -> dict[int, float]:
+        """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1."""
+        shortlist = sorted(lexical, key=lambda i: -lexical[i])[:SHORTLIST]
+        dense = await asyncio.to_thread(self.similarity, question, [candidates[i].text for i in shortlist])
+        low, spread = float(dense.min()), float(dense.max() - dense.min()) or 1.0
+        top = lexical[shortlist[0]]
+        return {i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (float(d) - low) / spread
+                for i, d in zip(shortlist, dense)}
+
