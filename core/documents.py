@@ -19,6 +19,9 @@ from .records import Page, QueryImage, Word
 PDF_MAGIC = b"%PDF-"
 IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 MAX_QUERY_PIXELS = 40_000_000  # refuse decompression bombs long before they expand
+# Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that
+# incremental builds redo pages instead of reusing words read the old way.
+WORDS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPag
     pix = page.get_pixmap(dpi=settings.render_dpi)
     # The hash covers the pixels and the render settings: equal hashes mean equal page images.
     digest = hashlib.sha256(pix.samples)
-    digest.update(f"{settings.render_dpi}:{settings.jpeg_quality}:{pix.w}x{pix.h}".encode())
+    digest.update(f"{WORDS_VERSION}:{settings.render_dpi}:{settings.jpeg_quality}:{pix.w}x{pix.h}".encode())
     jpeg = pix.tobytes("jpg", jpg_quality=settings.jpeg_quality)
     words = text_words(page)
     record = Page(doc_id, index + 1, digest.hexdigest(), page.rect.width, page.rect.height, tuple(words))
