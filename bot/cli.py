@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.config import Settings, load_settings
 from core.errors import PixelragError
-from core.records import Answer, IndexReport, Progress, QueryImage, Turn
+from core.records import SHARED_SCOPE, Answer, IndexReport, Progress, QueryImage, Turn
 
 
 class ProgressBar:
@@ -102,6 +102,22 @@ async def cmd_index(args) -> int:
     return 0
 
 
+async def cmd_reindex(args) -> int:
+    from core.service import Service
+
+    report = await Service(_settings(args)).reindex(SHARED_SCOPE, args.document, progress=ProgressBar())
+    print_report(report, args.json)
+    return 0
+
+
+async def cmd_remove(args) -> int:
+    from core.service import Service
+
+    doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document)
+    print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
+    return 0
+
+
 async def cmd_ask(args) -> int:
     from core.service import Service
 
@@ -186,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
     common(p)
     p.set_defaults(run=cmd_index)
+
+    p = sub.add_parser("reindex", help="fetch the shared collection's documents again; embed only changed pages")
+    p.add_argument("document", nargs="?", help="title, file name or id (default: all)")
+    common(p)
+    p.set_defaults(run=cmd_reindex)
+
+    p = sub.add_parser("remove", help="remove a document from the shared collection")
+    p.add_argument("document", help="title, file name or id")
+    common(p)
+    p.set_defaults(run=cmd_remove)
 
     p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
     p.add_argument("question", nargs="?", default="")
