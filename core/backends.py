@@ -89,8 +89,8 @@ class Backend:
             raise IndexProblem(
                 f"This index was built with {theirs['backend']} ({theirs['model']}, {theirs['dim']}-d) but the "
                 f"configured backend is {mine['backend']} ({mine['model']}, {mine['dim']}-d). Query it with the "
-                "same backend, or rebuild it with `pixelrag index --backend "
-                f"{mine['backend']}` into a new --index directory."
+                "backend that built it, or build a new index: run `pixelrag index --backend "
+                f"{mine['backend']}` with a new --index directory (or after deleting this one)."
             )
 
 

@@ -81,31 +81,42 @@ def _pad(box: Box) -> Box:
     return (x0 - 0.004, y0 - 0.003, x1 + 0.004, y1 + 0.003)
 
 
-def write_images(citation: Citation, page_image: Path, out_dir: Path, stem: str) -> Citation:
-    """Write the page preview (and a crop when there is a highlight); return the citation with paths."""
+def load_page(path: Path) -> Image.Image:
+    with Image.open(path) as img:
+        return img.convert("RGB")
+
+
+def _mark(image: Image.Image, hl: Highlight, origin: tuple[float, float], scale: tuple[float, float]) -> None:
+    """Draw the highlight on `image`, which shows the page from `origin` (normalized) at `scale` px per unit."""
+    x0, y0, x1, y1 = _pad(hl.box)
+    (ox, oy), (sx, sy) = origin, scale
+    rect = ((x0 - ox) * sx, (y0 - oy) * sy, (x1 - ox) * sx, (y1 - oy) * sy)
+    _draw_box(ImageDraw.Draw(image), rect, hl.kind, max(2, int(sx) // 400))
+
+
+def write_images(citation: Citation, page: Image.Image, out_dir: Path, stem: str) -> Citation:
+    """Write the page preview (and a crop when there is a highlight); return the citation with paths.
+    `page` is the full-resolution page image; it is not modified."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Image.open(page_image) as img:
-        page = img.convert("RGB")
     w, h = page.size
     hl = citation.highlight
+    # Scale first, then draw: drawing on a copy of the full page costs more than the whole preview.
+    preview = page.resize((PREVIEW_WIDTH, max(1, round(h * PREVIEW_WIDTH / w))), Image.Resampling.BILINEAR,
+                          reducing_gap=2.0) if w > PREVIEW_WIDTH else page.copy()
     if hl is not None:
-        x0, y0, x1, y1 = _pad(hl.box)
-        marked = page.copy()
-        _draw_box(ImageDraw.Draw(marked), (x0 * w, y0 * h, x1 * w, y1 * h), hl.kind, max(3, w // 400))
-    else:
-        marked = page
-    preview = marked.copy()
-    preview.thumbnail((PREVIEW_WIDTH, PREVIEW_WIDTH * 2))
+        _mark(preview, hl, (0.0, 0.0), preview.size)
     preview_path = out_dir / f"{stem}-page.jpg"
     preview.save(preview_path, "JPEG", quality=85)
     crop_path = None
     if hl is not None:
         x0, y0, x1, y1 = hl.box
-        # keep some context around the evidence, and never crop thinner than a readable strip
+        # keep some context around the evidence
         cx0, cx1 = max(0.0, x0 - CROP_MARGIN), min(1.0, x1 + CROP_MARGIN)
         cy0, cy1 = max(0.0, y0 - CROP_MARGIN), min(1.0, y1 + CROP_MARGIN)
-        crop = marked.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1), max(int(cy1 * h), int(cy0 * h) + 1)))
+        crop = page.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1),
+                          max(int(cy1 * h), int(cy0 * h) + 1)))
+        _mark(crop, hl, (int(cx0 * w) / w, int(cy0 * h) / h), (w, h))
         crop_path = out_dir / f"{stem}-highlight.png"
-        crop.save(crop_path, "PNG")
+        crop.save(crop_path, "PNG", compress_level=1)  # fast; these files are uploaded, not archived
     return Citation(citation.doc_id, citation.title, citation.page, citation.quote, hl, str(preview_path),
                     str(crop_path) if crop_path else None)

@@ -375,6 +375,7 @@ class Service:
                          out_dir: Path) -> tuple[list[Citation], list[str]]:
         """Keep citations of attached pages only; locate their quotes; draw their images."""
         pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
+        decoded: dict[str, object] = {}  # each page image is decoded once, however often it is cited
         accepted, notes = [], []
         for n, draft in enumerate(drafts, 1):
             rp = pages.get((draft.doc_id, draft.page))
@@ -384,7 +385,9 @@ class Service:
             citation = Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
                                 cites.highlight(draft.quote, rp.page, draft.box))
             try:
-                citation = cites.write_images(citation, Path(rp.hit.image_path), out_dir,
+                if rp.hit.image_path not in decoded:
+                    decoded[rp.hit.image_path] = cites.load_page(Path(rp.hit.image_path))
+                citation = cites.write_images(citation, decoded[rp.hit.image_path], out_dir,
                                               f"{n:02d}-{_slug(rp.hit.title)}-p{draft.page}")
             except OSError as exc:
                 log.exception("could not write citation images")
