@@ -35,9 +35,10 @@ class Source:
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
-    @property
-    def doc_id(self) -> str:
-        return self.sha256[:16]
+    def doc_id(self, scope: str) -> str:
+        """Identity of this PDF within a tenant: the same file indexed by two workspaces is two
+        documents (their pages still share vectors through the page hashes)."""
+        return hashlib.sha256(f"{scope}\n{self.sha256}".encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ class Word:
 
 @dataclass(frozen=True)
 class Document:
-    doc_id: str  # first 16 hex digits of the source's sha256
+    doc_id: str  # 16 hex digits of sha256(scope, source sha256): unique per tenant
     title: str
     file_name: str
     sha256: str

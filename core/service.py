@@ -233,7 +233,7 @@ class Service:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embedding: asyncio.Task | None = None
         try:
-            document = Document(source.doc_id, title or document_title(pdf, source), source.name, source.sha256,
+            document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
                                 pdf.page_count, scope, source.origin)
             await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
             total = pdf.page_count
