@@ -14,6 +14,7 @@ from pathlib import Path
 
 import discord
 
+from bot.text_split import split_text as split_pieces
 from core.records import Answer, Citation, Document
 
 MAX_CONTENT = 2000
@@ -53,65 +54,7 @@ class Outgoing:
 
 
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
-    """Split on paragraph boundaries; paragraphs too long on their own fall back to lines, then words."""
-    text = text.strip()
-    if not text:
-        return []
-    chunks: list[str] = []
-    current = ""
-    for para in re.split(r"\n\s*\n", text):
-        para = para.strip("\n")
-        if not para:
-            continue
-        pieces = [para] if len(para) <= limit else _split_long(para, limit)
-        for piece in pieces:
-            joined = f"{current}\n\n{piece}" if current else piece
-            if len(joined) <= limit:
-                current = joined
-            else:
-                chunks.append(current)
-                current = piece
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _split_long(para: str, limit: int) -> list[str]:
-    out: list[str] = []
-    current = ""
-    for line in para.split("\n"):
-        units = [line] if len(line) <= limit else _split_words(line, limit)
-        for unit in units:
-            joined = f"{current}\n{unit}" if current else unit
-            if len(joined) <= limit:
-                current = joined
-            else:
-                out.append(current)
-                current = unit
-    if current:
-        out.append(current)
-    return out
-
-
-def _split_words(line: str, limit: int) -> list[str]:
-    out: list[str] = []
-    current = ""
-    for word in line.split(" "):
-        while len(word) > limit:  # one unbroken run (a URL, a table row): cut it hard
-            if current:
-                out.append(current)
-                current = ""
-            out.append(word[:limit])
-            word = word[limit:]
-        joined = f"{current} {word}" if current else word
-        if len(joined) <= limit:
-            current = joined
-        else:
-            out.append(current)
-            current = word
-    if current:
-        out.append(current)
-    return out
+    return split_pieces(text, limit)
 
 
 def text_messages(text: str) -> list[Outgoing]:

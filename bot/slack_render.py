@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bot.text_split import split_text as split_pieces
 from core.records import Answer, Citation, Document, IndexReport, Progress
 
 SECTION_LIMIT = 3000
@@ -78,23 +79,7 @@ def _inline(line: str) -> str:
 
 
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
-    """Pieces of at most `limit` characters, cut at paragraph, line, then word boundaries."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind("\n\n"), -1)
-        if cut < limit // 3:
-            cut = window.rfind("\n")
-        if cut < limit // 3:
-            cut = window.rfind(" ")
-        if cut < limit // 3:
-            cut = limit
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
+    return split_pieces(text, limit)
 
 
 def section(text: str) -> dict:
