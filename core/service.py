@@ -348,7 +348,8 @@ class Service:
 
         by_key = {p.key: p for p in snap.pages}
         attached = [ReaderPage(h, by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
-        draft = await backend.reader.read(interpreted, attached, images)
+        # A reader that cannot see pixels gets the screenshot's OCR text as part of the question.
+        draft = await backend.reader.read(query_text if backend.ocr_queries else interpreted, attached, images)
         lap("read")
 
         out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pixelrag-"))
