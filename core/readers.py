@@ -78,17 +78,6 @@ def windows(page: Page, skip: set[str] = frozenset(), longest: int = 3) -> list[
             for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
 
 
-def missing_words(question: str, pages: Sequence[ReaderPage]) -> list[str]:
-    """Content words of the question (4+ letters) that no retrieved page contains, even as a prefix."""
-    seen = {t for rp in pages for t in content_tokens(rp.page.text + " " + rp.hit.title)}
-    prefixes = {t[:n] for t in seen for n in range(4, len(t) + 1)}
-    absent = []
-    for word in dict.fromkeys(content_tokens(question)):
-        if len(word) >= 4 and not word.isdigit() and word not in prefixes and word[:max(4, len(word) - 2)] not in prefixes:
-            absent.append(word)
-    return absent
-
-
 def _shape(words: tuple[Word, ...]) -> str:
     """A line compared without its digits, so "page 3 of 9" matches "page 4 of 9"."""
     return re.sub(r"\d+", "", fold(" ".join(w.text for w in words))).strip()
@@ -161,12 +150,7 @@ class ExtractiveReader:
                 continue  # overlapping windows would quote the same lines twice
             chosen.append(candidates[i])
         limitations = []
-        absent = missing_words(question, pages)
-        if absent:
-            limitations.append("Not found on the retrieved pages: " + ", ".join(f"“{w}”" for w in absent)
-                               + ". The documents may not state this, or may word it differently; "
-                               "check the quotes before relying on them.")
-        elif not chosen:
+        if not chosen:
             limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")

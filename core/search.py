@@ -9,6 +9,7 @@ each signal counts depends on the query's lexical coverage (see dense_weight).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 
@@ -32,6 +33,25 @@ class LexicalIndex:
         self.lengths = np.asarray(lengths, dtype=np.float32)
         self.avg = float(self.lengths.mean()) if len(lengths) else 1.0
         self.n = len(texts)
+        self.keys = sorted(self.postings)  # for prefix look-ups
+
+    def absent_words(self, query: str, allowed: np.ndarray) -> list[str]:
+        """Content words of the query (4+ letters) that no allowed page contains, even inflected
+        ("weigh" is present where "weight" is). Only allowed pages count: other tenants' words must
+        not show through."""
+        absent = []
+        for word in dict.fromkeys(content_tokens(query)):
+            if len(word) < 4 or word[0].isdigit():
+                continue
+            root = stem(word)[:max(4, len(stem(word)) - 2)]
+            at = bisect.bisect_left(self.keys, root)
+            found = False
+            while at < len(self.keys) and self.keys[at].startswith(root) and not found:
+                found = any(allowed[i] for i, _ in self.postings[self.keys[at]])
+                at += 1
+            if not found:
+                absent.append(word)
+        return absent
 
     def idf(self, term: str) -> float:
         df = len(self.postings.get(term, ()))

@@ -341,7 +341,8 @@ class Service:
             lap("query_ocr")
         qvec = await backend.embedder.embed_query(query_text, () if backend.ocr_queries else images)
         lap("embed_query")
-        hits = self._search(snap, lexical, visible, query_text, qvec)
+        allowed = np.array([p.doc_id in visible for p in snap.pages])
+        hits = self._search(snap, lexical, visible, allowed, query_text, qvec)
         lap("search")
         if retrieve_only:
             return Answer(question, interpreted, "", hits=tuple(hits), backend=backend.name, timings=timings)
@@ -352,15 +353,19 @@ class Service:
         draft = await backend.reader.read(query_text if backend.ocr_queries else interpreted, attached, images)
         lap("read")
 
+        limitations = draft.limitations
+        if backend.lexical and (absent := lexical.absent_words(interpreted, allowed)):
+            # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
+            limitations += ("None of the documents here contain " + ", ".join(f"“{w}”" for w in absent)
+                            + ": they may not state this, or may word it differently.",)
         out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pixelrag-"))
         accepted, notes = self._check_citations(draft.citations, attached, out_dir)
         lap("citations")
-        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), draft.limitations,
+        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
                       tuple(notes), draft.topic, None, backend.name, timings)
 
-    def _search(self, snap: Snapshot, lexical: LexicalIndex, visible: dict[str, Document], text: str,
-                qvec: np.ndarray) -> list[Hit]:
-        allowed = np.array([p.doc_id in visible for p in snap.pages])
+    def _search(self, snap: Snapshot, lexical: LexicalIndex, visible: dict[str, Document], allowed: np.ndarray,
+                text: str, qvec: np.ndarray) -> list[Hit]:
         dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
         if self.backend.lexical:
             fused = fuse_scores(dense, lexical.scores(text), allowed, self.settings.top_k, lexical.coverage(text, allowed))

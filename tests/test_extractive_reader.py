@@ -49,11 +49,9 @@ async def test_an_answer_below_its_label_is_quoted_with_it(reader, tmp_path):
     assert "36 months" in draft.citations[0].quote
 
 
-async def test_absent_words_and_prices_become_limitations(reader, tmp_path):
+async def test_a_missing_price_is_a_limitation(reader, tmp_path):
     pages = pages_of(tmp_path, ["Coil voltage 24 V DC\nCoil power 0.9 W\n"])
     draft = await reader.read("What is the price of the R200 relay?", pages, ())
     assert any("No price is stated" in text for text in draft.limitations)
-    assert any("“price”" in text for text in draft.limitations)
     weight = await reader.read("How much does the R200 weigh?", pages, ())
     assert not any("price" in text.lower() for text in weight.limitations)
-    assert any("“weigh”" in text for text in weight.limitations)

@@ -133,3 +133,16 @@ async def test_the_same_pdf_in_two_workspaces_is_two_documents_sharing_vectors(s
     await service.remove("slack:T9", mine.doc_id)
     answer = await service.answer(Turn("mounting hole spacing", scope="slack:T9"), retrieve_only=True)
     assert answer.hits[0].doc_id == shared.doc_id
+
+
+async def test_words_no_visible_document_contains_are_named(service, tmp_path):
+    answer = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?"), tmp_path / "out")
+    assert any("“bluetooth”" in text and "“pairing”" in text for text in answer.limitations)
+    weight = await service.answer(Turn("How much does the HF-300 weigh?"), tmp_path / "out2")
+    assert not any("weigh" in text for text in weight.limitations)  # "Weight" is on page 2
+    secret = text_pdf(tmp_path / "zephyr.pdf", ["Zephyr pairing uses Bluetooth 5.0."])
+    await service.index([str(secret)], scope="slack:T1")
+    other = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T2"), tmp_path / "o")
+    assert any("“bluetooth”" in text for text in other.limitations)  # T1's words do not show through
+    own = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T1"), tmp_path / "w")
+    assert not any("bluetooth" in text for text in own.limitations)
