@@ -27,7 +27,8 @@ class ProgressBar:
         else:
             width = 30
             filled = int(width * p.done / max(p.total, 1))
-            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {p.done}/{p.total} pages"
+            verb = {"read": "reading", "embed": "embedded"}.get(p.stage, p.stage)
+            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {verb} {p.done}/{p.total} pages"
         if line == self.last:
             return
         self.last = line

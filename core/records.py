@@ -144,7 +144,7 @@ class IndexReport:
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str  # "render", "ocr", "embed", "publish"
+    stage: str  # "read" (render, text layer, OCR), "embed", "publish"
     done: int
     total: int
     document: str = ""

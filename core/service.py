@@ -258,8 +258,9 @@ class Service:
             for start in range(0, total, step_size):
                 # Render and read this step while the previous step's pages are being embedded.
                 fresh: list[tuple[int, PageInput]] = []
-                for page, jpeg, reused in await self._prepare_pages(pdf, range(start, min(total, start + step_size)),
-                                                                     document, reuse_rows, reuse_pages):
+                step = range(start, min(total, start + step_size))
+                for page, jpeg, reused in await self._prepare_pages(pdf, step, document, reuse_rows, reuse_pages,
+                                                                     progress):
                     pages.append(page)
                     vectors.append(reuse_rows[page.content_hash] if reused else None)
                     if not reused:
@@ -278,11 +279,12 @@ class Service:
             pdf.close()
 
     async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
-                             reuse_pages: dict) -> list[tuple[Page, bytes, bool]]:
+                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool]]:
         """Render pages and read their words: (page, jpeg, reused). Unchanged pixels reuse earlier work."""
         rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
         out = []
         for r in rendered:
+            progress(Progress("read", r.page.page, document.page_count, document.title))
             await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
             old = reuse_pages.get(r.page.content_hash)
             if old is not None and r.page.content_hash in reuse_rows:
