@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.search import dense_page_scores, fuse_scores, top_pages  # noqa: E402
+from core.search import dense_page_scores, fuse_scores  # noqa: E402
 
 BLOCK = 65536
 

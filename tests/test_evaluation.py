@@ -6,7 +6,6 @@ import io
 import json
 from pathlib import Path
 
-import pymupdf
 import pytest
 from PIL import Image
 
