@@ -112,7 +112,7 @@ class Service:
         """Index a PDF received as a chat attachment."""
         if len(data) > self.settings.max_pdf_bytes:
             raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-        return await self._build([(Source(data, name, name), title)], scope, progress, [])
+        return await self._build([(Source(data, name, f"attachment:{name}"), title)], scope, progress, [])
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails)."""
@@ -204,8 +204,9 @@ class Service:
                 refused.append(str(exc))
                 continue
             embedded, reused = embedded + n_new, reused + n_old
-            # A new version replaces the document with the same file name (or content) in this scope.
-            documents = [d for d in documents if not (d.scope == scope and d.file_name == source.name)
+            # A new version replaces the document from the same place (path, URL, attachment name) or
+            # with the same content in this scope; two "manual.pdf" from different URLs both stay.
+            documents = [d for d in documents if not (d.scope == scope and d.source == source.origin)
                          and not (d.scope == scope and d.sha256 == source.sha256)]
             built.append(pending)
         if not built:
