@@ -172,7 +172,7 @@ class SlackBot:
                 await self.post(client, channel, thread_ts,
                                 "\n".join(f":warning: {render.escape(p)}" for p in problems))
             history = await self.store.history(key, limit=self.settings.history_exchanges)
-            turn = Turn(question=question.strip() or "What does this screenshot show?", images=tuple(images),
+            turn = Turn(question=question.strip(), images=tuple(images),
                         scope=f"slack:{team}", thread=f"slack:{team}:{channel}:{thread_ts}", history=history)
             with tempfile.TemporaryDirectory(prefix="pixelrag-slack-") as out_dir:
                 answer = await self.service.answer(turn, out_dir=Path(out_dir))
@@ -181,7 +181,7 @@ class SlackBot:
                                                   unfurl_media=False, **message)
                 # Stored before the upload so a failed upload cannot lose the turn.
                 await self.store.add(key, Exchange(
-                    question=turn.question,
+                    question=turn.question or "(a screenshot)",
                     answer=answer.clarifying_question or answer.markdown,
                     interpreted=answer.interpreted_question,
                     cited=tuple((c.doc_id, c.page) for c in answer.citations),

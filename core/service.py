@@ -321,7 +321,8 @@ class Service:
         backend = self.backend
 
         history = trim_history(turn.history, self.settings.history_exchanges, self.settings.history_chars)
-        resolution = await backend.resolver.resolve(question, history) if history or question else None
+        # A screenshot without words has nothing to rewrite.
+        resolution = await backend.resolver.resolve(question, history) if question else None
         interpreted = resolution.question if resolution else question
         lap("context")
         if resolution and resolution.clarify:
