@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
@@ -474,7 +474,9 @@ def make_client(settings: Settings) -> AsyncWebClient:
     base = settings.extra.get("SLACK_API_URL") or AsyncWebClient.BASE_URL
     client = AsyncWebClient(token=settings.extra.get("SLACK_BOT_TOKEN"), base_url=base.rstrip("/") + "/",
                             timeout=int(settings.request_timeout_s))
-    client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=2))
+    # Rate limits (429, honouring Retry-After) and 5xx are retried; connection errors already are.
+    client.retry_handlers.extend([AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+                                  AsyncServerErrorRetryHandler(max_retry_count=2)])
     return client
 
 

@@ -46,6 +46,7 @@ class FakeSlack:
         self.public_files: dict[str, tuple[bytes, str]] = {}
         self.admins: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
+        self.http_errors: dict[str, list[int]] = {}  # method -> HTTP statuses to answer first, one per call
         self.messages: dict[str, list[dict]] = {}  # channel -> posted messages
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -165,6 +166,8 @@ class FakeSlack:
         self.calls.append(Call(method, params, dict(request.headers)))
         if not self._authorized(request):
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        if self.http_errors.get(method):
+            return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)

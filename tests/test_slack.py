@@ -326,6 +326,16 @@ async def test_upload_failure_leaves_a_visible_note(slack: Harness):
     assert "14 kg" in thread and "previews could not be uploaded" in thread
 
 
+async def test_slack_server_errors_and_rate_limits_are_retried(slack: Harness):
+    slack.fake.http_errors["chat.postMessage"] = [503, 500]
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.idle()
+    posts = [c.params.get("text", "") for c in slack.fake.calls if c.method == "chat.postMessage"]
+    # the answer was sent three times (503, 500, then accepted) and no failure reached the thread
+    assert sum("14 kg" in text for text in posts) == 3
+    assert not any("went wrong" in text for text in posts)
+
+
 async def test_bad_signature_is_rejected(slack: Harness):
     _, response = await slack.mention("What is the X200 weight?", secret="wrong-secret")
     assert response.status == 401
