@@ -71,7 +71,6 @@ async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
                 images.clear()
                 print()
                 print_answer(answer)
-                history.append(Exchange(line, answer.markdown, answer.interpreted_question,
-                                        tuple((c.doc_id, c.page) for c in answer.citations)))
+                history.append(Exchange.of(line, answer))
         except PixelragError as exc:
             print(f"pixelrag: {exc}")

@@ -35,7 +35,6 @@ log = logging.getLogger("pixelrag.discord")
 IMAGE_TYPES = {"image/png": "image/png", "image/jpeg": "image/jpeg", "image/jpg": "image/jpeg", "image/webp": "image/webp"}
 IMAGE_SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 INDEX_REQUEST = re.compile(r"\bindex\b", re.IGNORECASE)  # "index this" next to an attached PDF
-SCREENSHOT_ONLY = "(screenshot)"  # how a bare screenshot question is remembered in thread memory
 PROGRESS_EVERY_S = 2.0  # edit a progress message at most this often (Discord rate limits edits)
 INTERACTION_BUDGET_S = 14 * 60  # interaction tokens expire after 15 minutes
 GENERIC_FAILURE = "⚠️ Something went wrong on my side; the details are in the bot's log."
@@ -61,15 +60,6 @@ def strip_mentions(text: str, me: discord.abc.User, role_ids: set[int] = frozens
     for rid in role_ids:
         text = text.replace(f"<@&{rid}>", " ")
     return re.sub(r"[ \t]+", " ", text).strip()
-
-
-def exchange_of(question: str, answer: Answer) -> Exchange:
-    return Exchange(
-        question=question,
-        answer=answer.clarifying_question or answer.markdown,
-        interpreted=answer.interpreted_question,
-        cited=tuple((c.doc_id, c.page) for c in answer.citations),
-    )
 
 
 def describe_report(report: IndexReport) -> str:
@@ -266,7 +256,7 @@ class DiscordHandlers:
             history = await self.threads.history(key, self.settings.history_exchanges)
             turn = Turn(question, tuple(images), scope_for(guild_id), "/".join(key), history)
             answer, messages = await self._answer(turn, self._upload_limit(message.guild), problems)
-        await self.threads.add(key, exchange_of(question or SCREENSHOT_ONLY, answer))
+        await self.threads.add(key, Exchange.of(question, answer))
         await deliver(place.send, messages)
 
     async def _answer(self, turn: Turn, upload_limit: int, notes: list[str]) -> tuple[Answer, list[Outgoing]]:
@@ -370,7 +360,7 @@ class DiscordHandlers:
                         "/".join(key) if key else f"discord/interaction/{interaction.id}", history)
             answer, messages = await self._answer(turn, self._upload_limit(interaction.guild), problems)
             if key:
-                await self.threads.add(key, exchange_of(question or SCREENSHOT_ONLY, answer))
+                await self.threads.add(key, Exchange.of(question, answer))
             await reply.send_all(messages)
 
     async def index(self, interaction: discord.Interaction, url: str | None = None,

@@ -180,12 +180,7 @@ class SlackBot:
                     await client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
                                                   unfurl_media=False, **message)
                 # Stored before the upload so a failed upload cannot lose the turn.
-                await self.store.add(key, Exchange(
-                    question=turn.question or "(a screenshot)",
-                    answer=answer.clarifying_question or answer.markdown,
-                    interpreted=answer.interpreted_question,
-                    cited=tuple((c.doc_id, c.page) for c in answer.citations),
-                ))
+                await self.store.add(key, Exchange.of(turn.question, answer))
                 if not answer.clarifying_question:
                     await self.upload_previews(client, channel, thread_ts, answer)
         except PixelragError as exc:

@@ -191,7 +191,6 @@ class GeminiEmbedder:
 
     async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
         out: list[np.ndarray | None] = [None] * len(pages)
-        gate = asyncio.Semaphore(max(1, self.calls.settings.embed_concurrency))
 
         async def run(group: list[int]) -> None:
             contents = [
@@ -201,8 +200,7 @@ class GeminiEmbedder:
                 ])
                 for i in group
             ]
-            async with gate:
-                rows = await self._embed("page embedding", contents)
+            rows = await self._embed("page embedding", contents)  # GeminiCalls caps requests in flight
             for i, row in zip(group, rows):
                 out[i] = row.reshape(1, self.dim)
             done(len(group))

@@ -40,6 +40,7 @@ TOPICS = [
 @dataclass(frozen=True)
 class Passage:
     page: ReaderPage
+    rank: int  # of its page among the retrieved ones, 0 first
     words: tuple[Word, ...]
     lines: int = 1  # consecutive printed lines it spans
 
@@ -70,10 +71,11 @@ def passages(page: Page) -> list[tuple[Word, ...]]:
     return out
 
 
-def windows(page: Page, skip: set[str] = frozenset(), longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
+def windows(page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
+            longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
     """Runs of 1 to `longest` consecutive lines: an answer often spans a label and the lines below it.
     Lines in `skip` (running headers and footers) are left out: they answer nothing."""
-    lines = [ws for ws in passages(page) if _shape(ws) not in skip]
+    lines = [ws for ws in page_lines if _shape(ws) not in skip]
     return [(tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line)), n)
             for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
 
@@ -83,11 +85,11 @@ def _shape(words: tuple[Word, ...]) -> str:
     return re.sub(r"\d+", "", fold(" ".join(w.text for w in words))).strip()
 
 
-def repeated_lines(pages: Sequence[ReaderPage], margin: float = 0.1) -> set[str]:
+def repeated_lines(pages_lines: list[list[tuple[Word, ...]]], margin: float = 0.1) -> set[str]:
     """Running headers and footers: lines in the top or bottom margin printed on two or more pages."""
     counts: dict[str, int] = {}
-    for rp in pages:
-        edges = {_shape(ws) for ws in passages(rp.page)
+    for page_lines in pages_lines:
+        edges = {_shape(ws) for ws in page_lines
                  if max(w.box[3] for w in ws) < margin or min(w.box[1] for w in ws) > 1 - margin}
         for shape in edges:
             counts[shape] = counts.get(shape, 0) + 1
@@ -110,8 +112,10 @@ class ExtractiveReader:
         self.similarity = similarity
 
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft:
-        boilerplate = repeated_lines(pages)
-        candidates = [Passage(rp, words, n) for rp in pages for words, n in windows(rp.page, boilerplate)]
+        pages_lines = [passages(rp.page) for rp in pages]
+        boilerplate = repeated_lines(pages_lines)
+        candidates = [Passage(rp, rank, words, n) for rank, (rp, page_lines) in enumerate(zip(pages, pages_lines))
+                      for words, n in windows(page_lines, boilerplate)]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
@@ -123,7 +127,6 @@ class ExtractiveReader:
         in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
         weight = {t: w * (0.3 if t in in_titles else 1.0) for t, w in weight.items()}
         total = sum(weight.values()) or 1.0
-        rank = {rp.hit.doc_id + str(rp.hit.page): i for i, rp in enumerate(pages)}
 
         def coverage(i: int) -> float:
             return sum(weight[t] for t in query & stems[i]) / total
@@ -132,7 +135,7 @@ class ExtractiveReader:
             words = candidates[i].words
             value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
-            prior = 1.0 + 0.15 * rank[candidates[i].page.hit.doc_id + str(candidates[i].page.hit.page)]
+            prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
             return coverage(i) * value * heading * brevity / prior  # earlier pages likelier hold the answer
 

@@ -100,6 +100,12 @@ class Exchange:
     interpreted: str = ""
     cited: tuple[tuple[str, int], ...] = ()  # (doc_id, page)
 
+    @classmethod
+    def of(cls, question: str, answer: Answer) -> Exchange:
+        """A finished turn as history for the next one (a bare screenshot is remembered as such)."""
+        return cls(question or "(screenshot)", answer.clarifying_question or answer.markdown,
+                   answer.interpreted_question, tuple((c.doc_id, c.page) for c in answer.citations))
+
 
 @dataclass(frozen=True)
 class Turn:

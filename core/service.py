@@ -8,7 +8,6 @@ publish, reporting progress through a callback.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import re
 import tempfile
@@ -22,7 +21,6 @@ import numpy as np
 from . import citations as cites
 from .backends import Backend, DraftCitation, PageInput, ReaderPage, make_backend
 from .config import Settings
-from .context import trim_history
 from .documents import Source, document_title, open_pdf, read_source, render_page, validate_query_image
 from .errors import BadInput, Busy, IndexProblem
 from .ocr import Ocr
@@ -133,7 +131,7 @@ class Service:
         if doc.scope != scope:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
         async with self._build_lock:
-            with await asyncio.to_thread(_flock, self.store.root):
+            with await asyncio.to_thread(self.store.lock):
                 snap = self.store.open()
                 keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
                 rows = snap.page_rows()
@@ -162,7 +160,7 @@ class Service:
         self._building |= keys
         try:
             async with self._build_lock:
-                with await asyncio.to_thread(_flock, self.store.root):
+                with await asyncio.to_thread(self.store.lock):
                     return await self._build_locked(loaded, scope, progress or (lambda p: None), refused, refresh)
         finally:
             self._building -= keys
@@ -320,9 +318,8 @@ class Service:
         images = tuple(validate_query_image(img, self.settings.max_image_bytes) for img in turn.images)
         backend = self.backend
 
-        history = trim_history(turn.history, self.settings.history_exchanges, self.settings.history_chars)
-        # A screenshot without words has nothing to rewrite.
-        resolution = await backend.resolver.resolve(question, history) if question else None
+        # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
+        resolution = await backend.resolver.resolve(question, turn.history) if question else None
         interpreted = resolution.question if resolution else question
         lap("context")
         if resolution and resolution.clarify:
@@ -413,18 +410,3 @@ def _at(items: Sequence, i: int):
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"
 
-
-class _flock:
-    """Exclusive lock on the index directory, shared with other processes; acquired in a thread."""
-
-    def __init__(self, root: Path):
-        root.mkdir(parents=True, exist_ok=True)
-        self.handle = open(root / ".build.lock", "w")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()

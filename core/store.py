@@ -10,6 +10,7 @@ that fails or is killed never touches ACTIVE, so the previous snapshot stays in 
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -76,6 +77,10 @@ class IndexStore:
         _write_once(self.page_image_path(content_hash), jpeg)
 
     # --- building ------------------------------------------------------------------------------
+    def lock(self) -> "BuildLock":
+        """Block until this process holds the index's build lock (other processes included)."""
+        return BuildLock(self.root)
+
     def write_snapshot(
         self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
     ) -> str:
@@ -235,3 +240,19 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class BuildLock:
+    """An exclusive flock on the index directory, released on exit. Acquire it in a thread: it blocks."""
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        self.handle = open(root / ".build.lock", "w")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __enter__(self) -> "BuildLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
