@@ -26,6 +26,7 @@ from core.records import SHARED_SCOPE, Answer, Exchange, IndexReport, Progress, 
 from core.threads import ThreadStore
 
 from .discord_render import Outgoing, render_answer, render_documents, text_messages
+from .progress import ThrottledProgress
 
 if TYPE_CHECKING:
     from core.service import Service
@@ -108,42 +109,15 @@ class Access:
         return f"🔒 Only members with {who} can add or remove documents here."
 
 
-class ProgressNotice:
-    """Collects indexing progress (possibly from a worker thread) and edits one message, throttled."""
+class ProgressNotice(ThrottledProgress):
+    """Indexing progress in one Discord message, closed with a final word when the job ends."""
 
     def __init__(self, edit: Callable[[str], Awaitable[object]], interval: float = PROGRESS_EVERY_S):
-        self._edit = edit
-        self._interval = interval
-        self._latest: Progress | None = None
-        self._shown: Progress | None = None
-        self._task: asyncio.Task | None = None
-
-    def __call__(self, progress: Progress) -> None:
-        self._latest = progress  # a single assignment: safe from any thread
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            latest = self._latest
-            if latest is not None and latest != self._shown:
-                self._shown = latest
-                try:
-                    await self._edit(describe_progress(latest))
-                except discord.HTTPException:
-                    log.warning("could not edit the progress message", exc_info=True)
-
-    async def __aenter__(self) -> "ProgressNotice":
-        self._task = asyncio.create_task(self._run())
-        return self
+        super().__init__(edit, describe_progress, interval)
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-        if self._shown is not None:  # don't leave a stale "⏳ 3/10" behind; the result follows
+        await super().__aexit__(exc_type, exc, tb)
+        if self.shown is not None:  # don't leave a stale "⏳ 3/10" behind; the result follows
             try:
                 await self._edit("✅ Indexing finished." if exc is None else "⚠️ Indexing stopped.")
             except discord.HTTPException:

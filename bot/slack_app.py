@@ -29,6 +29,7 @@ from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
 
 from . import slack_render as render
+from .progress import ThrottledProgress
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -335,28 +336,26 @@ class SlackBot:
                            work: Callable[[Callable[[Progress], None]], Awaitable[IndexReport]], verb: str,
                            respond: Callable | None = None) -> None:
         """Run one indexing job, editing one progress message (throttled) and ending with a summary."""
-        progress = ProgressBoard(name)
         ts = await self.post(client, channel, thread_ts, render.progress_text(name, None))
         if ts is None and respond is not None:
             # Not in the channel: the response_url is the only way back to the user.
             await respond(text=render.progress_text(name, None), response_type="ephemeral")
-        updater = self.spawn(self.update_progress(client, channel, ts, progress), "progress updates") if ts else None
-        try:
-            report = await work(progress)
-            final = render.report_text(verb, report)
-        except Busy as exc:
-            final = f":hourglass: {render.escape(str(exc))}"
-        except PixelragError as exc:
-            final = f":warning: {render.escape(str(exc))}"
-        except Exception:
-            log.exception("indexing %s failed", name)
-            final = f":warning: Indexing {render.escape(name)} failed. The details are in the bot's log."
-        finally:
-            progress.finished = True
-            if updater is not None:
-                updater.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await updater
+
+        async def edit(text: str) -> None:
+            if ts is not None:
+                await client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.section(text)])
+
+        async with ThrottledProgress(edit, lambda p: render.progress_text(name, p), self.progress_interval) as progress:
+            try:
+                report = await work(progress)
+                final = render.report_text(verb, report)
+            except Busy as exc:
+                final = f":hourglass: {render.escape(str(exc))}"
+            except PixelragError as exc:
+                final = f":warning: {render.escape(str(exc))}"
+            except Exception:
+                log.exception("indexing %s failed", name)
+                final = f":warning: Indexing {render.escape(name)} failed. The details are in the bot's log."
         if ts is not None:
             try:
                 await client.chat_update(channel=channel, ts=ts, text=final, blocks=[render.section(final)])
@@ -365,19 +364,6 @@ class SlackBot:
                 await self.post(client, channel, thread_ts, final)
         elif respond is not None:
             await respond(text=final, response_type="ephemeral")
-
-    async def update_progress(self, client: AsyncWebClient, channel: str, ts: str, board: "ProgressBoard") -> None:
-        shown = None
-        while not board.finished:
-            await asyncio.sleep(self.progress_interval)
-            latest = board.latest
-            if latest is not None and latest != shown and not board.finished:
-                shown = latest
-                text = render.progress_text(board.name, latest)
-                try:
-                    await client.chat_update(channel=channel, ts=ts, text=text, blocks=[render.section(text)])
-                except Exception as exc:
-                    log.warning("progress update failed: %s", exc)
 
     # ----- /pixelrag -----------------------------------------------------------------------------
     async def on_command(self, ack, command: dict, client: AsyncWebClient, respond, context) -> None:
@@ -422,19 +408,6 @@ class SlackBot:
             log.exception("%s %s failed", self.command, sub)
             await respond(text=f":warning: `{self.command} {sub}` failed. The details are in the bot's log.",
                           response_type="ephemeral")
-
-
-class ProgressBoard:
-    """The latest progress of one job. The service may call it from a worker thread: it only
-    stores a reference, and the updater task on the event loop reads it on its own schedule."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.latest: Progress | None = None
-        self.finished = False
-
-    def __call__(self, progress: Progress) -> None:
-        self.latest = progress
 
 
 def refusal() -> str:

@@ -1,0 +1,53 @@
+"""Indexing progress shown in chat: one message edited with the latest figures, throttled.
+
+Shared by the Slack and Discord adapters; each supplies how to edit its message and how to word
+a Progress record.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Awaitable, Callable
+
+from core.records import Progress
+
+log = logging.getLogger(__name__)
+
+
+class ThrottledProgress:
+    """A progress callback (safe to call from any thread: it only stores the latest record) whose
+    latest value is shown through `edit(describe(progress))` at most every `interval` seconds
+    while the context is open."""
+
+    def __init__(self, edit: Callable[[str], Awaitable[object]], describe: Callable[[Progress], str],
+                 interval: float):
+        self._edit, self._describe, self._interval = edit, describe, interval
+        self._latest: Progress | None = None
+        self.shown: Progress | None = None
+        self._task: asyncio.Task | None = None
+
+    def __call__(self, progress: Progress) -> None:
+        self._latest = progress
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            latest = self._latest
+            if latest is not None and latest != self.shown:
+                self.shown = latest
+                try:
+                    await self._edit(self._describe(latest))
+                except Exception as exc:  # a missed progress edit is not worth failing the job
+                    log.warning("could not edit the progress message: %s", exc)
+
+    async def __aenter__(self) -> "ThrottledProgress":
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        # Stopped before the caller writes its final message, so no late edit can overwrite it.
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
