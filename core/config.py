@@ -49,7 +49,7 @@ class Settings:
     ocr_dpi: int = 150
     history_exchanges: int = 4
     history_chars: int = 12_000
-    extra: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)  # SLACK_*/DISCORD_* values; only bot/ reads them
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
