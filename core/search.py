@@ -15,7 +15,8 @@ from collections import Counter
 
 import numpy as np
 
-from .text import content_tokens, stem
+from .abbreviations import abbreviation_spans
+from .text import content_tokens, stem, tokens
 
 
 class LexicalIndex:
@@ -37,21 +38,25 @@ class LexicalIndex:
 
     def absent_words(self, query: str, allowed: np.ndarray) -> list[str]:
         """Content words of the query (4+ letters) that no allowed page contains, even inflected
-        ("weigh" is present where "weight" is). Only allowed pages count: other tenants' words must
-        not show through."""
-        absent = []
-        for word in dict.fromkeys(content_tokens(query)):
-            if len(word) < 4 or word[0].isdigit():
-                continue
-            root = stem(word)[:max(4, len(stem(word)) - 2)]
-            at = bisect.bisect_left(self.keys, root)
-            found = False
-            while at < len(self.keys) and self.keys[at].startswith(root) and not found:
-                found = any(allowed[i] for i, _ in self.postings[self.keys[at]])
-                at += 1
-            if not found:
-                absent.append(word)
-        return absent
+        ("weigh" is present where "weight" is) or abbreviated ("power supply" where "PSU" is). Only
+        allowed pages count: other tenants' words must not show through."""
+        words = tokens(query)
+        abbreviated = {w for start, end, abbreviation in abbreviation_spans(words)
+                       if self._present(abbreviation, allowed) for w in words[start:end]}
+        return [word for word in dict.fromkeys(content_tokens(query))
+                if len(word) >= 4 and not word[0].isdigit() and word not in abbreviated
+                and not self._present(word, allowed)]
+
+    def _present(self, word: str, allowed: np.ndarray) -> bool:
+        if len(word) < 4:  # an abbreviation: whole
+            return any(allowed[i] for i, _ in self.postings.get(word, ()))
+        root = stem(word)[:max(4, len(stem(word)) - 2)]
+        at = bisect.bisect_left(self.keys, root)
+        while at < len(self.keys) and self.keys[at].startswith(root):
+            if any(allowed[i] for i, _ in self.postings[self.keys[at]]):
+                return True
+            at += 1
+        return False
 
     def idf(self, term: str) -> float:
         df = len(self.postings.get(term, ()))

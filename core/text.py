@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .abbreviations import abbreviations_in
+
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
 # Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
 COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
@@ -31,9 +33,11 @@ def tokens(text: str) -> list[str]:
 
 
 def content_tokens(text: str) -> list[str]:
-    """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts."""
+    """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts
+    and the abbreviations of written-out terms ("microcontroller" adds "mcu")."""
     folded = fold(text)
-    words = [t for t in TOKEN.findall(folded) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    all_words = TOKEN.findall(folded)
+    words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
     compounds = COMPOUND.findall(folded)
     for ident in compounds:
         if not ident[0].isdigit():
@@ -42,7 +46,7 @@ def content_tokens(text: str) -> list[str]:
             for number in re.findall(r"\d+", ident):
                 if len(number) == 1 and number in words:
                     words.remove(number)
-    return words + compounds
+    return words + compounds + abbreviations_in(all_words)
 
 
 def stem(token: str) -> str:
