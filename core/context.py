@@ -24,6 +24,12 @@ QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does",
                   "was", "wie", "wo", "welche", "welcher", "welches", "wann", "warum", "ist", "sind", "kann",
                   "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "czy", "ile", "co", "the", "a", "an", "and"}
 NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
+# How "the width ___ UNO R3" is joined in each language; a follow-up is guessed German or Polish by
+# its function words, English otherwise.
+CONNECTORS = (
+    ("von", {"der", "die", "das", "ist", "sind", "wie", "welche", "welcher", "welches", "und", "groß", "hoch", "breit"}),
+    ("dla", {"jaki", "jaka", "jakie", "jest", "są", "ile", "czy", "jak", "gdzie", "który", "która", "które"}),
+)
 
 
 def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 12_000) -> list[Exchange]:
@@ -85,4 +91,7 @@ class HeuristicResolver:
         if PRONOUN.search(body):
             body = PRONOUN.sub(lambda m: subject + ("'s" if m.group(0).lower() in ("its", "their") else ""), body, count=1)
             return Resolution(body[0].upper() + body[1:])
-        return Resolution(f"{body.rstrip('?')} of {subject}?")
+        words = set(body.lower().split())
+        connector = next((word for word, cues in CONNECTORS if words & cues), "of")
+        body = body[0].upper() + body[1:]
+        return Resolution(f"{body.rstrip('?')} {connector} {subject}?")
