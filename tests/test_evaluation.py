@@ -218,3 +218,17 @@ def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
     assert main(args) == 0
     capsys.readouterr()
     assert json.loads(out.read_text())["build"]["indexed"] == 0
+
+
+def test_the_held_out_question_set_points_at_real_pages():
+    import pymupdf
+
+    from tests.conftest import corpus_pdf
+
+    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / "holdout-questions.jsonl")
+    assert len({q.id for q in questions}) == len(questions) == 40
+    for q in questions:
+        pages = list(q.gold) + ([(q.crop["file"], q.crop["page"])] if q.crop else [])
+        for name, page in pages:
+            with pymupdf.open(corpus_pdf(name)) as doc:
+                assert 1 <= page <= doc.page_count, (q.id, name, page)
