@@ -76,7 +76,21 @@ class Ocr:
         if max(image.size) < 1000:  # small screenshots read better enlarged
             scale = 1000 / max(image.size)
             image = image.convert("RGB").resize((int(image.width * scale), int(image.height * scale)))
-        return "\n".join(text for text, _ in self.lines(image))
+        return "\n".join(drop_stray_glyphs([text for text, _ in self.lines(image)]))
+
+
+def _is_cjk(c: str) -> bool:
+    return "\u2e80" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" or "\uf900" <= c <= "\ufaff"
+
+
+def drop_stray_glyphs(lines: list[str]) -> list[str]:
+    """The recogniser also knows Chinese, and reads arrows and icons in a Latin-script screenshot as
+    one or two CJK characters ("个" for an up arrow). Such a fragment would become a query word that
+    nothing matches and pull the query's embedding away, so in a mostly Latin screenshot it is dropped."""
+    letters = [c for line in lines for c in line if c.isalpha()]
+    if sum(map(_is_cjk, letters)) * 2 >= len(letters):
+        return lines
+    return [line for line in lines if not (len(line.strip()) <= 2 and any(map(_is_cjk, line)))]
 
 
 def split_line(text: str, box: tuple[float, float, float, float], line: int) -> list[Word]:
