@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -78,6 +78,28 @@ def windows(page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
     lines = [ws for ws in page_lines if _shape(ws) not in skip]
     return [(tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line)), n)
             for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
+
+
+SENTENCE_END = re.compile(r"[.!?…]['\"”»)]*$")
+PROSE_WORDS = 5  # a shorter line is a label, a heading or a table cell: it has no sentence to finish
+
+
+def complete_sentence(words: tuple[Word, ...], page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
+                      extra: int = 2, longest: int = 60) -> tuple[Word, ...]:
+    """A quote that stops mid-sentence ("..., bedeutet das, dass der") runs on, up to `extra` more lines,
+    to the end of that sentence: the answer is often its second half."""
+    lines = [ws for ws in page_lines if _shape(ws) not in skip]
+    at = next((i for i, line in enumerate(lines) if words[-1] in line), None)
+    if at is None:
+        return words
+    out = list(words)
+    for line in lines[at + 1:at + 1 + extra]:
+        if (SENTENCE_END.search(lines[at][-1].text) or len(lines[at]) < PROSE_WORDS
+                or len(out) + len(line) > longest):
+            break
+        out += [w for w in line if w not in out]
+        at += 1
+    return tuple(out)
 
 
 def _shape(words: tuple[Word, ...]) -> str:
@@ -149,9 +171,11 @@ class ExtractiveReader:
             # further quotes only when nearly as good as the best: weak matches are noise
             if len(chosen) == MAX_QUOTES or final[i] < 0.7 * final[order[0]]:
                 break
-            if any(set(candidates[i].words) & set(c.words) for c in chosen):
+            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank],
+                                                                   boilerplate))
+            if any(set(quote.words) & set(c.words) for c in chosen):
                 continue  # overlapping windows would quote the same lines twice
-            chosen.append(candidates[i])
+            chosen.append(quote)
         limitations = []
         if not chosen:
             limitations.append("No passage on the retrieved pages matches the question.")

@@ -55,3 +55,19 @@ async def test_a_missing_price_is_a_limitation(reader, tmp_path):
     assert any("No price is stated" in text for text in draft.limitations)
     weight = await reader.read("How much does the R200 weigh?", pages, ())
     assert not any("price" in text.lower() for text in weight.limitations)
+
+
+async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):
+    pages = pages_of(tmp_path, [
+        "Status LED\n"
+        "If the red status LED blinks twice after power-up, this means that the\n"
+        "relay coil is open or not connected. Switch off and check the coil wiring.\n"
+        "Mounting\n"
+        "Mount the relay on a 35 mm DIN rail and keep 5 mm between neighbouring units.\n",
+        "Ordering codes\nR200-24 for 24 V coils, R200-230 for 230 V coils.\n",
+    ])
+    draft = await reader.read("What does it mean when the red status LED blinks twice?", pages, ())
+    quote = draft.citations[0].quote
+    assert quote.startswith("If the red status LED blinks twice")
+    assert quote.endswith("check the coil wiring.")  # the sentence's second half, and no further
+    assert "DIN rail" not in quote
