@@ -2,7 +2,8 @@
 
 A passage is a printed line of a retrieved page (text layer or OCR). Short lines, such as table
 cells, are widened with the words printed at the same height, so "Operating voltage" brings its
-"5V" along. The Gemini reader lives in core/gemini.py.
+"5V" along; a quote that stops mid-sentence runs on to the sentence's end. The Gemini reader lives in
+core/gemini.py.
 """
 from __future__ import annotations
 
