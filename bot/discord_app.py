@@ -554,7 +554,9 @@ async def serve(settings: Settings) -> None:
     if not logging.getLogger().handlers:
         discord.utils.setup_logging()
     threads = await ThreadStore(settings.index_dir / "discord-threads.sqlite").open()
-    client = build_client(Service(settings), threads, settings)
+    service = Service(settings)
+    await service.warm_up()
+    client = build_client(service, threads, settings)
     try:
         async with client:
             await client.start(token)

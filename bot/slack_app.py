@@ -482,7 +482,9 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
     if not http and not extra.get("SLACK_APP_TOKEN"):
         raise BadInput("SLACK_APP_TOKEN is not set (an xapp- token with connections:write) — or use --http.")
     store = await ThreadStore(Path(extra.get("SLACK_THREADS_DB") or settings.index_dir / "slack-threads.sqlite")).open()
-    app = build_app(settings, Service(settings), store)
+    service = Service(settings)
+    await service.warm_up()
+    app = build_app(settings, service, store)
     try:
         if http:
             from aiohttp import web

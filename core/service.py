@@ -53,6 +53,7 @@ class Service:
         self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
         self._building: set[tuple[str, str]] = set()
         self._build_lock = asyncio.Lock()
+        self._load_lock = asyncio.Lock()
 
     @property
     def backend(self) -> Backend:
@@ -72,24 +73,41 @@ class Service:
             self._cached = (name, snap, lexical)
         return self._cached[1], self._cached[2]
 
+    async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
+        """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
+        builds BM25 (about 1 ms per page), which must not stall a bot's event loop."""
+        cached = self._cached
+        if cached is not None and cached[0] == self.store.active_name():
+            return cached[1], cached[2]
+        async with self._load_lock:
+            return await asyncio.to_thread(self.snapshot)
+
+    async def warm_up(self) -> None:
+        """Open the index before the first question; a damaged one is logged here and reported to whoever
+        asks (so that a bot still starts and can re-index it)."""
+        try:
+            await self.load()
+        except IndexProblem as exc:
+            log.warning("the index cannot be opened: %s", exc)
+
     def documents(self, scope: str) -> list[Document]:
-        """What a scope can see: its own documents and the shared collection."""
-        loaded = self.snapshot()
-        return [d for d in loaded[0].documents if d.scope in (SHARED_SCOPE, scope)] if loaded else []
+        """What a scope can see: its own documents and the shared collection (from the manifest: cheap
+        enough for a chat command's acknowledgement)."""
+        catalog = self.store.catalog()
+        return _visible(catalog.documents, scope) if catalog else []
 
     def indexing_now(self) -> list[str]:
         return sorted(name for _, name in self._building)
 
     def status(self) -> dict:
-        loaded = self.snapshot()
-        snap = loaded[0] if loaded else None
+        catalog = self.store.catalog()
         return {
             "index_dir": str(self.settings.index_dir),
             "backend": self.settings.backend,
-            "snapshot": snap.name if snap else None,
-            "built_with": snap.built_with if snap else None,
-            "documents": len(snap.documents) if snap else 0,
-            "pages": len(snap.pages) if snap else 0,
+            "snapshot": catalog.name if catalog else None,
+            "built_with": catalog.built_with if catalog else None,
+            "documents": len(catalog.documents) if catalog else 0,
+            "pages": catalog.pages if catalog else 0,
             "indexing_now": self.indexing_now(),
         }
 
@@ -130,15 +148,20 @@ class Service:
         doc = self._find(scope, document)
         if doc.scope != scope:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
+
+        def rewrite() -> None:
+            snap = self.store.open()
+            keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
+            rows = snap.page_rows()
+            name = self.store.write_snapshot(
+                snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
+                [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
+            self.store.publish(name)
+
         async with self._build_lock:
             with await asyncio.to_thread(self.store.lock):
-                snap = self.store.open()
-                keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
-                rows = snap.page_rows()
-                name = self.store.write_snapshot(
-                    snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
-                    [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
-                self.store.publish(name)
+                await asyncio.to_thread(rewrite)
+        await self.load()
         return doc
 
     def _find(self, scope: str, document: str) -> Document:
@@ -169,7 +192,7 @@ class Service:
         backend = self.backend
         built_with = {"backend": backend.name, "model": backend.embedder.model, "dim": backend.embedder.dim}
         try:
-            previous = self.store.open()
+            previous = await asyncio.to_thread(self.store.open)
         except IndexProblem as exc:  # a damaged index must not block a rebuild; it is replaced
             log.warning("rebuilding over a damaged index: %s", exc)
             refused.append(f"The previous index was damaged and is being replaced: {exc}")
@@ -224,6 +247,7 @@ class Service:
         progress(Progress("publish", 0, 1))
         name = await asyncio.to_thread(self.store.write_snapshot, built_with, kept, pages, vectors)
         self.store.publish(name)
+        await self.load()  # the first question after indexing should not wait for it
         progress(Progress("publish", 1, 1))
         return IndexReport(tuple(b.document for b in built), len(pages), embedded, reused, name, tuple(refused))
 
@@ -326,8 +350,8 @@ class Service:
             return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
                           backend=backend.name, timings=timings)
 
-        loaded = self.snapshot()
-        visible = {d.doc_id: d for d in self.documents(turn.scope)}
+        loaded = await self.load()
+        visible = {d.doc_id: d for d in _visible(loaded[0].documents, turn.scope)} if loaded else {}
         if not loaded or not visible:
             return Answer(question, interpreted,
                           "No documents are indexed here yet. Index a PDF first, then ask again.",
@@ -401,6 +425,10 @@ class Service:
                 notes.append(f"Images for {citation.label} could not be written ({exc}).")
             accepted.append(citation)
         return accepted, notes
+
+
+def _visible(documents: Sequence[Document], scope: str) -> list[Document]:
+    return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]
 
 
 def _at(items: Sequence, i: int):

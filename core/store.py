@@ -29,6 +29,15 @@ FORMAT = 1
 KEEP_SNAPSHOTS = 2
 
 
+@dataclass(frozen=True)
+class Catalog:
+    """What the active snapshot holds, read from its manifest alone: cheap, unverified, for listings."""
+    name: str
+    built_with: dict
+    documents: list[Document]
+    pages: int
+
+
 @dataclass
 class Snapshot:
     name: str
@@ -151,6 +160,14 @@ class IndexStore:
     def active_name(self) -> str | None:
         pointer = self.root / "ACTIVE"
         return pointer.read_text().strip() if pointer.is_file() else None
+
+    def catalog(self) -> Catalog | None:
+        name = self.active_name()
+        if name is None:
+            return None
+        manifest = self._read_manifest(name)
+        return Catalog(name, manifest["built_with"], [Document(**d) for d in manifest["documents"]],
+                       len(manifest["pages"]))
 
     def _read_manifest(self, name: str) -> dict:
         path = self.root / "snapshots" / name / "manifest.json"

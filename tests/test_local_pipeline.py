@@ -146,3 +146,24 @@ async def test_words_no_visible_document_contains_are_named(service, tmp_path):
     assert any("“bluetooth”" in text for text in other.limitations)  # T1's words do not show through
     own = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T1"), tmp_path / "w")
     assert not any("bluetooth" in text for text in own.limitations)
+
+
+async def test_the_index_is_opened_off_the_event_loop_and_ready_after_indexing(service, tmp_path, monkeypatch):
+    # Opening verifies the snapshot and builds BM25 (~1 ms a page): on the loop it would stall a bot.
+    import threading
+
+    on_loop_thread = []
+    real_open = service.store.open
+
+    def spy():
+        on_loop_thread.append(threading.current_thread() is threading.main_thread())
+        return real_open()
+
+    monkeypatch.setattr(service.store, "open", spy)
+    await service.answer(Turn("mounting hole spacing"), retrieve_only=True)
+    assert on_loop_thread == [False]
+    await service.index([str(text_pdf(tmp_path / "note.pdf", ["Service interval: every 2,000 hours."]))])
+    opened = len(on_loop_thread)
+    answer = await service.answer(Turn("What is the service interval?"), retrieve_only=True)
+    assert answer.hits[0].title == "note.pdf"
+    assert len(on_loop_thread) == opened and not any(on_loop_thread)  # loaded when it was published
