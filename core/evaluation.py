@@ -28,8 +28,17 @@ from .config import Settings
 from .errors import BadInput
 from .records import Answer, Exchange, QueryImage, Turn
 from .search import LexicalIndex
-from .text import STOPWORDS
 
+# The grader's own function words (EN/DE/PL), fixed so that tuning the search's stopwords never moves
+# the containment figures.
+GRADER_STOPWORDS = frozenset("""
+    a an the and or of to in on at for by with from is are was were be been it its this that these those
+    as do does did what which who whom how much many when where why there their they them can could should
+    would will i you we he she my your our me us not no any some about into than then so if also has have had
+    der die das den dem des ein eine einer eines einem einen und oder ist sind war wie was wer wo welche welcher
+    welches für mit von zu im in am an auf aus bei es sie er ich wir nicht auch sich dass als nach über um
+    i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
+    oraz lub dla przy""".split())
 CROP_DPI = 150
 VARIANTS = ("crop", "half", "jpeg40", "rot2", "screenshot")
 KINDS_ORDER = ("text", "table", "figure", "procedure", "image", "negative")
@@ -129,7 +138,7 @@ def normalize_answer(text: str) -> str:
 
 def key_tokens(text: str) -> list[str]:
     """The normalized tokens that carry content (common EN/DE/PL function words dropped)."""
-    return [t for t in normalize_answer(text).split() if t not in STOPWORDS]
+    return [t for t in normalize_answer(text).split() if t not in GRADER_STOPWORDS]
 
 
 def containment(answer: str, reference: str) -> tuple[float, bool]:

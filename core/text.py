@@ -10,22 +10,30 @@ TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
 # Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
 COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
 
-# Words that carry no subject in the three corpus languages; kept short on purpose.
-STOPWORDS = frozenset(
-    """a an the and or of to in on at for by with from is are was were be been it its this that these those
-    as do does did what which who whom how much many when where why there their they them can could should
-    would will i you we he she my your our me us not no any some about into than then so if also has have had
-    der die das den dem des ein eine einer eines einem einen und oder ist sind war wie was wer wo welche welcher
-    welches für mit von zu im in am an auf aus bei es sie er ich wir nicht auch sich dass als nach über um
-    i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
-    oraz lub dla przy""".split()
-)
-
 
 def fold(text: str) -> str:
     """Lowercase and strip diacritics, so 'Größe' ~ 'grosse' and 'łącze' ~ 'lacze'."""
     text = text.lower().replace("ß", "ss").replace("ł", "l")
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+# Words that carry no subject in the three corpus languages: function words, and the verbs and
+# fillers people wrap a question in ("I think I've seen…", "worauf muss man…", "żeby…"). Compared
+# after folding, like every token.
+STOPWORDS = frozenset(fold(word) for word in """
+    a an the and or of to in on at for by with from is are was were be been being it its this that these those
+    as do does did doesn don didn isn aren what which who whom how much many when where why there their
+    they them can could should would will shall may might must i you we he she my your our me us not no any
+    some about into than then so if also has have had having just only still even very really please
+    get gets got getting take takes took make makes made need needs want wants tell says say said think
+    seen see know find give shown show mean means ve ll re
+    der die das den dem des ein eine einer eines einem einen und oder ist sind war wie was wer wo welche welcher
+    welches für mit von zu im in am an auf aus bei es sie er ich wir nicht auch sich dass als nach über um
+    worauf wohin woher womit wofür wozu muss müssen kann können darf dürfen soll sollte will möchte mein meine
+    man bitte gibt hat haben wird werden
+    i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
+    oraz lub dla przy żeby aby mogę można może muszę chcę trzeba dalej mój moja moje
+    """.split())
 
 
 def tokens(text: str) -> list[str]:

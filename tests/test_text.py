@@ -1,0 +1,20 @@
+"""Tokens that search and the missing-word check see."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.search import LexicalIndex
+from core.text import content_tokens
+
+
+def test_accented_function_words_and_question_chatter_are_not_content():
+    assert content_tokens("Worauf muss man für den Master achten?") == ["master", "achten"]
+    assert content_tokens("Żeby się udało, co dalej?") == ["udalo"]
+    assert content_tokens("I think I've seen 20 MHz somewhere") == ["20", "mhz", "somewhere"]  # "I've" leaves no "ve"
+
+
+def test_question_chatter_is_never_reported_missing():
+    index = LexicalIndex(["The ATmega328P runs at up to 20 MHz."])
+    allowed = np.ones(1, dtype=bool)
+    assert index.absent_words("I think I've seen the ATmega328P run at 20 MHz, does it?", allowed) == []
+    assert index.absent_words("How much does the ATmega328P weigh?", allowed) == ["weigh"]
