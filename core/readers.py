@@ -17,7 +17,7 @@ import numpy as np
 
 from .backends import Draft, DraftCitation, ReaderPage
 from .records import Box, Page, QueryImage, Word
-from .text import content_tokens, fold, stem
+from .text import STOPWORDS, content_tokens, fold, stem
 
 MAX_QUOTES = 3
 SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
@@ -82,21 +82,29 @@ def windows(page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
 
 
 SENTENCE_END = re.compile(r"[.!?…]['\"”»)]*$")
-PROSE_WORDS = 5  # a shorter line is a label, a heading or a table cell: it has no sentence to finish
+
+
+def runs_on(line: tuple[Word, ...]) -> bool:
+    """Whether a printed line continues a sentence onto the next one: a line of prose (8+ words) without a
+    full stop, or a shorter one that stops on a comma or a word like "the", "der", "że". A label such as
+    "Mounting hole spacing 148 mm" does not run on into the next label."""
+    last = line[-1].text
+    if SENTENCE_END.search(last) or len(line) < 5:
+        return False
+    return len(line) >= 8 or last[-1] in ",;:-–(" or fold(last) in STOPWORDS
 
 
 def complete_sentence(words: tuple[Word, ...], page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
                       extra: int = 2, longest: int = 60) -> tuple[Word, ...]:
-    """A quote that stops mid-sentence ("..., bedeutet das, dass der") runs on, up to `extra` more lines,
-    to the end of that sentence: the answer is often its second half."""
+    """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
+    the answer is often its second half."""
     lines = [ws for ws in page_lines if _shape(ws) not in skip]
     at = next((i for i, line in enumerate(lines) if words[-1] in line), None)
     if at is None:
         return words
     out = list(words)
     for line in lines[at + 1:at + 1 + extra]:
-        if (SENTENCE_END.search(lines[at][-1].text) or len(lines[at]) < PROSE_WORDS
-                or len(out) + len(line) > longest):
+        if not runs_on(lines[at]) or len(out) + len(line) > longest:
             break
         out += [w for w in line if w not in out]
         at += 1

@@ -7,8 +7,8 @@ import pytest
 from core.backends import ReaderPage
 from core.documents import text_words
 from core.embedders import LocalEmbedder
-from core.readers import ExtractiveReader
-from core.records import Hit, Page
+from core.readers import ExtractiveReader, runs_on
+from core.records import Hit, Page, Word
 
 
 def pages_of(tmp_path, bodies: list[str]) -> list[ReaderPage]:
@@ -71,3 +71,15 @@ async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_pa
     assert quote.startswith("If the red status LED blinks twice")
     assert quote.endswith("check the coil wiring.")  # the sentence's second half, and no further
     assert "DIN rail" not in quote
+
+
+
+def test_only_prose_runs_on_to_the_next_line():
+    def line(text: str) -> tuple[Word, ...]:
+        return tuple(Word(w, (0, 0, 0, 0), 0) for w in text.split())
+
+    assert not runs_on(line("Mounting hole spacing 148 mm"))  # a label
+    assert runs_on(line("Wenn die Blinker leuchten, bedeutet das, dass der"))
+    assert runs_on(line("the motherboard needs a driver to be"))  # stops on a function word
+    assert runs_on(line("wybierz całe nagranie klikając CTRL + A, i naciśnij"))  # long prose, no full stop
+    assert not runs_on(line("Switch off and check the coil wiring."))
