@@ -9,7 +9,7 @@ unambiguous abbreviations belong here; the list is general technical vocabulary,
 from __future__ import annotations
 
 # abbreviation -> written-out forms, lowercase, diacritics folded (see text.fold), words separated by
-# spaces. The last word of a form also matches inflected endings ("microcontrollers", "zasilacza").
+# spaces. Long words also match inflected endings ("microcontrollers", "zasilacza"; see INFLECTABLE).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "mcu": ("microcontroller", "micro controller", "microcontroller unit", "mikrocontroller",
             "mikrokontroler"),
