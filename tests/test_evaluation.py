@@ -220,6 +220,27 @@ def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
     assert json.loads(out.read_text())["build"]["indexed"] == 0
 
 
+async def test_eval_runs_the_gemini_backend_against_the_fake_api(corpus, tmp_path):
+    # The harness with --backend gemini: the real google-genai client embeds pages and queries (the
+    # screenshot as an image part, not OCR text) and reads through a loopback fake of the API.
+    from core.config import Settings
+    from core.evaluation import evaluate
+    from tests.fake_gemini import EMBED, GENERATE, FakeGemini
+
+    questions = load_questions(write_questions(tmp_path / "q.jsonl"))
+    async with FakeGemini() as fake:
+        settings = fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=64, retry_initial_delay_s=0.01)
+        report = await evaluate(questions, corpus, settings, k=4, variants=("crop",))
+        assert fake.requests[EMBED] >= 2 and fake.requests[GENERATE] >= 5  # pages, queries, reader calls
+        queries = [json.dumps(b.body) for b in fake.bodies if b.endpoint == EMBED and "query:" in json.dumps(b.body)]
+        assert any("Which product is this?" in q and "inline_data" in q for q in queries)  # screenshot as image
+    rows = {(r["id"], r["variant"]): r for r in report["questions"]}
+    assert len(rows[("q1", "")]["ranked"]) == 4 and rows[("q1", "")]["answer"]
+    assert rows[("q6", "")]["error"] and report["summary"]["groups"]["overall"]["errors"] == 1
+    assert report["summary"]["groups"]["overall"]["n"] == 6 and "image:crop" in report["summary"]["groups"]
+    assert rows[("q1", "")]["baseline_ranked"][0] == ["pump-manual.pdf", 2]  # the baseline is backend-free
+
+
 def test_the_held_out_question_set_points_at_real_pages():
     import pymupdf
 
