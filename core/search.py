@@ -24,13 +24,17 @@ class LexicalIndex:
 
     def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75):
         self.k1, self.b = k1, b
-        self.postings: dict[str, list[tuple[int, int]]] = {}
+        lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
             counts = Counter(stem(t) for t in content_tokens(text))
             lengths.append(sum(counts.values()))
             for term, tf in counts.items():
-                self.postings.setdefault(term, []).append((i, tf))
+                lists.setdefault(term, []).append((i, tf))
+        # term -> (pages, term frequencies) as arrays: a query is scored with a few vector operations
+        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {
+            term: (np.array([i for i, _ in pairs], dtype=np.int32), np.array([tf for _, tf in pairs], dtype=np.float32))
+            for term, pairs in lists.items()}
         self.lengths = np.asarray(lengths, dtype=np.float32)
         self.avg = float(self.lengths.mean()) if len(lengths) else 1.0
         self.n = len(texts)
@@ -49,17 +53,17 @@ class LexicalIndex:
 
     def _present(self, word: str, allowed: np.ndarray) -> bool:
         if len(word) < 4:  # an abbreviation: whole
-            return any(allowed[i] for i, _ in self.postings.get(word, ()))
+            return word in self.postings and bool(allowed[self.postings[word][0]].any())
         root = stem(word)[:max(4, len(stem(word)) - 2)]
         at = bisect.bisect_left(self.keys, root)
         while at < len(self.keys) and self.keys[at].startswith(root):
-            if any(allowed[i] for i, _ in self.postings[self.keys[at]]):
+            if allowed[self.postings[self.keys[at]][0]].any():
                 return True
             at += 1
         return False
 
     def idf(self, term: str) -> float:
-        df = len(self.postings.get(term, ()))
+        df = len(self.postings[term][0]) if term in self.postings else 0
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
     def coverage(self, query: str, allowed: np.ndarray | None = None) -> float:
@@ -74,8 +78,8 @@ class LexicalIndex:
             return 0.0
         per_page = np.zeros(self.n, dtype=np.float64)
         for term, w in weights.items():
-            for i, _ in self.postings.get(term, ()):
-                per_page[i] += w
+            if term in self.postings:
+                per_page[self.postings[term][0]] += w
         if allowed is not None:
             per_page = np.where(allowed, per_page, 0.0)
         return float(per_page.max() / total)
@@ -84,9 +88,11 @@ class LexicalIndex:
         out = np.zeros(self.n, dtype=np.float32)
         for term in set(stem(t) for t in content_tokens(query)):
             idf = self.idf(term)
-            for i, tf in self.postings.get(term, ()):
-                norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[i] / max(self.avg, 1e-6))
-                out[i] += idf * tf * (self.k1 + 1) / norm
+            if term not in self.postings:
+                continue
+            pages, tf = self.postings[term]
+            norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[pages] / max(self.avg, 1e-6))
+            out[pages] += idf * tf * (self.k1 + 1) / norm
         return out
 
 
