@@ -23,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
 from core.config import Settings
-from core.documents import IMAGE_TYPES, PDF_MAGIC, validate_query_image
+from core.documents import IMAGE_TYPES, looks_like_pdf, validate_query_image
 from core.errors import BadInput, Busy, PixelragError
 from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
@@ -323,7 +323,7 @@ class SlackBot:
             name = f.get("name") or "document.pdf"
             try:
                 data = await self.download(f, self.settings.max_pdf_bytes)
-                if not data.lstrip()[:1024].count(PDF_MAGIC):
+                if not looks_like_pdf(data):
                     raise AttachmentError(f"{name}: the file is not a PDF.")
             except PixelragError as exc:
                 await self.post(client, channel, thread_ts, f":warning: {render.escape(str(exc))}")
@@ -376,7 +376,7 @@ class SlackBot:
             if sub == "list":
                 await ack(text=render.documents_text(self.service.documents(scope), scope))
             elif sub == "status":
-                await ack(text=render.status_text(self.service.status(), self.service.indexing_now()))
+                await ack(text=render.status_text(self.service.status()))
             elif sub in ("index", "reindex", "remove") and (arg or sub == "reindex"):
                 await ack(text=f"Working on `{render.escape(text)}`…")
                 self.spawn(self.command_job(client, respond, command, sub, arg, scope), f"{self.command} {sub}")

@@ -193,15 +193,16 @@ def report_text(verb: str, report: IndexReport) -> str:
     names = ", ".join(escape(d.title) for d in report.documents) or "nothing"
     pages = sum(d.page_count for d in report.documents)
     text = f":white_check_mark: {verb} {names}: {pages} page{'s' if pages != 1 else ''}"
-    unchanged = max(0, pages - report.pages_embedded)
+    unchanged = report.pages_reused
     text += f" ({unchanged} unchanged since the last build)." if unchanged else "."
     if report.skipped:
         text += "\n" + "\n".join(f":warning: {escape(s)}" for s in report.skipped)
     return _clip(text, SECTION_LIMIT)
 
 
-def status_text(status: dict, indexing: list[str]) -> str:
-    lines = [f"• {escape(str(k))}: {escape(str(v))}" for k, v in status.items()]
+def status_text(status: dict) -> str:
+    lines = [f"• {escape(str(k))}: {escape(str(v))}" for k, v in status.items() if k != "indexing_now"]
+    indexing = status.get("indexing_now") or []
     lines.append("• indexing now: " + (escape(", ".join(indexing)) if indexing else "nothing"))
     return _clip("*pixelrag status*\n" + "\n".join(lines), SECTION_LIMIT)
 

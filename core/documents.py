@@ -123,11 +123,16 @@ def download(url: str, settings: Settings, client: httpx.Client | None = None) -
     return Source(data, name, url)
 
 
+def looks_like_pdf(data: bytes) -> bool:
+    """The %PDF header near the start (some writers put a few bytes before it)."""
+    return PDF_MAGIC in data.lstrip()[:1024]
+
+
 def open_pdf(source: Source, settings: Settings):
     """Open and validate; raises BadInput with a message a person understands."""
     import pymupdf
 
-    if not source.data.lstrip()[:1024].find(PDF_MAGIC) >= 0:
+    if not looks_like_pdf(source.data):
         raise BadInput(f"{source.name}: not a PDF.")
     try:
         doc = pymupdf.open(stream=source.data, filetype="pdf")

@@ -73,12 +73,22 @@ class Service:
             self._cached = (name, snap, lexical)
         return self._cached[1], self._cached[2]
 
+    def _current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
+        """The cache, when it still holds the active snapshot."""
+        cached = self._cached
+        return cached if cached is not None and cached[0] == self.store.active_name() else None
+
+    def _active_snapshot(self) -> Snapshot | None:
+        """The active snapshot for a build to start from: the cached one when current, else opened
+        (and verified, which reads every source PDF) without building BM25 for it."""
+        current = self._current()
+        return current[1] if current else self.store.open()
+
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
         builds BM25 (about 1 ms per page), which must not stall a bot's event loop."""
-        cached = self._cached
-        if cached is not None and cached[0] == self.store.active_name():
-            return cached[1], cached[2]
+        if current := self._current():
+            return current[1], current[2]
         async with self._load_lock:
             return await asyncio.to_thread(self.snapshot)
 
@@ -93,6 +103,9 @@ class Service:
     def documents(self, scope: str) -> list[Document]:
         """What a scope can see: its own documents and the shared collection (from the manifest: cheap
         enough for a chat command's acknowledgement)."""
+        current = self._current()
+        if current:
+            return _visible(current[1].documents, scope)
         catalog = self.store.catalog()
         return _visible(catalog.documents, scope) if catalog else []
 
@@ -150,7 +163,7 @@ class Service:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
 
         def rewrite() -> None:
-            snap = self.store.open()
+            snap = self._active_snapshot()
             keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
             rows = snap.page_rows()
             name = self.store.write_snapshot(
@@ -166,10 +179,11 @@ class Service:
 
     def _find(self, scope: str, document: str) -> Document:
         wanted = document.strip().lower()
-        for doc in self.documents(scope):
+        documents = self.documents(scope)
+        for doc in documents:
             if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
                 return doc
-        names = ", ".join(d.title for d in self.documents(scope)) or "none"
+        names = ", ".join(d.title for d in documents) or "none"
         raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
 
     async def _build(self, loaded: list[tuple[Source, str | None]], scope: str, progress: ProgressFn | None,
@@ -192,7 +206,7 @@ class Service:
         backend = self.backend
         built_with = {"backend": backend.name, "model": backend.embedder.model, "dim": backend.embedder.dim}
         try:
-            previous = await asyncio.to_thread(self.store.open)
+            previous = await asyncio.to_thread(self._active_snapshot)
         except IndexProblem as exc:  # a damaged index must not block a rebuild; it is replaced
             log.warning("rebuilding over a damaged index: %s", exc)
             refused.append(f"The previous index was damaged and is being replaced: {exc}")
