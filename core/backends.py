@@ -81,9 +81,14 @@ class Backend:
     lexical: bool  # fuse BM25 over page words with the dense ranking
     ocr_queries: bool  # read pages' image regions and screenshot queries with OCR (the embedder sees no pixels)
 
+    @property
+    def built_with(self) -> dict:
+        """What an index built by this backend records about it."""
+        return {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+
     def check_index(self, built_with: dict) -> None:
         """Refuse an index built by another backend, model or dimension."""
-        mine = {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+        mine = self.built_with
         theirs = {k: built_with.get(k) for k in mine}
         if theirs != mine:
             raise IndexProblem(
@@ -94,9 +99,8 @@ class Backend:
             )
 
 
-def make_backend(settings: Settings, name: str | None = None) -> Backend:
-    name = name or settings.backend
-    if name == "local":
+def make_backend(settings: Settings) -> Backend:
+    if settings.backend == "local":
         from .context import HeuristicResolver
         from .embedders import LocalEmbedder
         from .readers import ExtractiveReader
@@ -105,8 +109,8 @@ def make_backend(settings: Settings, name: str | None = None) -> Backend:
         embedder = LocalEmbedder()
         reader = ExtractiveReader(embedder.similarities)
         return Backend("local", embedder, reader, resolver, lexical=True, ocr_queries=True)
-    if name == "gemini":
+    if settings.backend == "gemini":
         from .gemini import gemini_backend
 
         return gemini_backend(settings)
-    raise IndexProblem(f"Unknown backend {name!r}; use local or gemini.")
+    raise IndexProblem(f"Unknown backend {settings.backend!r}; use local or gemini.")

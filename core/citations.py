@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from .records import Box, Citation, Highlight, Page
+from .records import Box, Citation, Highlight, Page, union_box
 from .text import tokens
 
 MIN_MATCH = 0.8  # share of the quote's tokens that must be found, in order
@@ -44,9 +44,7 @@ def locate(quote: str, page: Page) -> Box | None:
                 break
     if best < MIN_MATCH or not best_span:
         return None
-    words = page.words[min(best_span):max(best_span) + 1]
-    return (min(w.box[0] for w in words), min(w.box[1] for w in words),
-            max(w.box[2] for w in words), max(w.box[3] for w in words))
+    return union_box(page.words[min(best_span):max(best_span) + 1])
 
 
 def highlight(quote: str, page: Page, estimated: Box | None) -> Highlight | None:

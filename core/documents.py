@@ -1,6 +1,7 @@
 """PDF intake: fetch and validate sources, render pages to JPEG, read the text layer's words."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import ipaddress
@@ -31,7 +32,7 @@ class Source:
     name: str  # file name shown to people
     origin: str  # path or URL
 
-    @property
+    @functools.cached_property  # a build asks for it many times; the file can be 200 MB
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
@@ -81,11 +82,10 @@ def check_public_url(url: str, settings: Settings) -> None:
                            "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them).")
 
 
-def download(url: str, settings: Settings, client: httpx.Client | None = None) -> Source:
+def download(url: str, settings: Settings) -> Source:
     """Stream a PDF from a URL with a size cap; the type and the %PDF magic are checked."""
     name = url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf"
-    owns = client is None
-    client = client or httpx.Client(timeout=settings.request_timeout_s)
+    client = httpx.Client(timeout=settings.request_timeout_s)
     chunks: list[bytes] = []
     try:
         current = url
@@ -115,8 +115,7 @@ def download(url: str, settings: Settings, client: httpx.Client | None = None) -
     except httpx.HTTPError as exc:
         raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
     finally:
-        if owns:
-            client.close()
+        client.close()
     data = b"".join(chunks)
     if not data.startswith(PDF_MAGIC):
         raise BadInput(f"{url}: the download is not a PDF (it does not start with %PDF).")
@@ -125,7 +124,7 @@ def download(url: str, settings: Settings, client: httpx.Client | None = None) -
 
 def looks_like_pdf(data: bytes) -> bool:
     """The %PDF header near the start (some writers put a few bytes before it)."""
-    return PDF_MAGIC in data.lstrip()[:1024]
+    return PDF_MAGIC in data[:4096].lstrip()[:1024]  # a slice first: the file can be 200 MB
 
 
 def open_pdf(source: Source, settings: Settings):

@@ -275,13 +275,6 @@ async def ensure_index(service, pdfs: Sequence[Path], progress=None) -> dict:
     return {"indexed": len(report.documents), "pages_embedded": report.pages_embedded, "pages_reused": report.pages_reused}
 
 
-def _exchange(q: Question, answer: Answer | None, files: dict[str, str]) -> Exchange:
-    if answer is None:
-        return Exchange(q.question, "")
-    cited = tuple((c.doc_id, c.page) for c in answer.citations)
-    return Exchange(q.question, answer.markdown, answer.interpreted_question, cited)
-
-
 async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settings, *, k: int = 4,
                    reader: bool = True, variants: Sequence[str] = VARIANTS, out_dir: Path | None = None,
                    log: Callable[[str], None] | None = None, service=None) -> dict:
@@ -312,7 +305,8 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
         base_query = q.question
         if q.follow_up_of:
             first = by_id[q.follow_up_of]
-            history = (_exchange(first, answers.get(first.id), file_of),)
+            earlier = answers.get(first.id)
+            history = (Exchange.of(first.question, earlier) if earlier else Exchange(first.question, ""),)
             base_query = f"{first.question} {q.question}"  # a text RAG with naive history concatenation
         runs = [("", ())]
         if q.crop:

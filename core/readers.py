@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .backends import Draft, DraftCitation, ReaderPage
-from .records import Box, Page, QueryImage, Word
+from .records import Box, Page, QueryImage, Word, union_box
 from .text import STOPWORDS, content_tokens, fold, stem
 
 MAX_QUOTES = 3
@@ -51,8 +51,7 @@ class Passage:
 
     @property
     def box(self) -> Box:
-        return (min(w.box[0] for w in self.words), min(w.box[1] for w in self.words),
-                max(w.box[2] for w in self.words), max(w.box[3] for w in self.words))
+        return union_box(self.words)
 
 
 def passages(page: Page) -> list[tuple[Word, ...]]:
@@ -72,11 +71,8 @@ def passages(page: Page) -> list[tuple[Word, ...]]:
     return out
 
 
-def windows(page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
-            longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
-    """Runs of 1 to `longest` consecutive lines: an answer often spans a label and the lines below it.
-    Lines in `skip` (running headers and footers) are left out: they answer nothing."""
-    lines = [ws for ws in page_lines if _shape(ws) not in skip]
+def windows(lines: list[tuple[Word, ...]], longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
+    """Runs of 1 to `longest` consecutive lines: an answer often spans a label and the lines below it."""
     return [(tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line)), n)
             for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
 
@@ -94,11 +90,10 @@ def runs_on(line: tuple[Word, ...]) -> bool:
     return len(line) >= 8 or last[-1] in ",;:-–(" or fold(last) in STOPWORDS
 
 
-def complete_sentence(words: tuple[Word, ...], page_lines: list[tuple[Word, ...]], skip: set[str] = frozenset(),
-                      extra: int = 2, longest: int = 60) -> tuple[Word, ...]:
+def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2,
+                      longest: int = 60) -> tuple[Word, ...]:
     """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
     the answer is often its second half."""
-    lines = [ws for ws in page_lines if _shape(ws) not in skip]
     at = next((i for i, line in enumerate(lines) if words[-1] in line), None)
     if at is None:
         return words
@@ -144,9 +139,10 @@ class ExtractiveReader:
 
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft:
         pages_lines = [passages(rp.page) for rp in pages]
-        boilerplate = repeated_lines(pages_lines)
+        boilerplate = repeated_lines(pages_lines)  # running headers and footers answer nothing
+        pages_lines = [[ws for ws in page_lines if _shape(ws) not in boilerplate] for page_lines in pages_lines]
         candidates = [Passage(rp, rank, words, n) for rank, (rp, page_lines) in enumerate(zip(pages, pages_lines))
-                      for words, n in windows(page_lines, boilerplate)]
+                      for words, n in windows(page_lines)]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
@@ -180,8 +176,7 @@ class ExtractiveReader:
             # further quotes only when nearly as good as the best: weak matches are noise
             if len(chosen) == MAX_QUOTES or final[i] < 0.7 * final[order[0]]:
                 break
-            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank],
-                                                                   boilerplate))
+            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank]))
             if any(set(quote.words) & set(c.words) for c in chosen):
                 continue  # overlapping windows would quote the same lines twice
             chosen.append(quote)

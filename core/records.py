@@ -6,7 +6,7 @@ page. Page numbers are 1-based.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, Sequence
 
 Box = tuple[float, float, float, float]
 
@@ -19,6 +19,12 @@ class Word:
     box: Box
     line: int  # words with the same line number form one printed line
     source: Literal["text", "ocr"] = "text"
+
+
+def union_box(words: Sequence[Word]) -> Box:
+    """The smallest box around the words."""
+    return (min(w.box[0] for w in words), min(w.box[1] for w in words),
+            max(w.box[2] for w in words), max(w.box[3] for w in words))
 
 
 @dataclass(frozen=True)

@@ -87,9 +87,9 @@ class LexicalIndex:
     def scores(self, query: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
         for term in set(stem(t) for t in content_tokens(query)):
-            idf = self.idf(term)
             if term not in self.postings:
                 continue
+            idf = self.idf(term)
             pages, tf = self.postings[term]
             norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[pages] / max(self.avg, 1e-6))
             out[pages] += idf * tf * (self.k1 + 1) / norm

@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[Progress], None]
 PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
-CANDIDATES = 50  # pages each ranking contributes to fusion
 MAX_QUESTION_CHARS = 2000
 
 
@@ -204,7 +203,7 @@ class Service:
 
     async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
         backend = self.backend
-        built_with = {"backend": backend.name, "model": backend.embedder.model, "dim": backend.embedder.dim}
+        built_with = backend.built_with
         try:
             previous = await asyncio.to_thread(self._active_snapshot)
         except IndexProblem as exc:  # a damaged index must not block a rebuild; it is replaced

@@ -56,9 +56,6 @@ class Snapshot:
             out[page.content_hash] = self.vectors[order[bounds[i]:bounds[i + 1]]]
         return out
 
-    def document(self, doc_id: str) -> Document:
-        return next(d for d in self.documents if d.doc_id == doc_id)
-
 
 def _word_row(w: Word) -> list:
     return [w.text, *(round(float(v), 5) for v in w.box), w.line, w.source]
