@@ -193,10 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p, backend: bool = True):
+    def common(p):
         p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-        if backend:
-            p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+        p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
         p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
     p = sub.add_parser("index", help="index PDF files or URLs")

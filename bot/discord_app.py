@@ -260,14 +260,18 @@ class DiscordHandlers:
         return images, pdfs, problems
 
     async def _read_image(self, att: discord.Attachment, mime: str) -> QueryImage:
-        limit = self.settings.max_image_bytes
-        if att.size > limit:  # refuse before downloading
-            raise BadInput(f"{att.filename}: {att.size / 1e6:.1f} MB is over the {limit / 1e6:.0f} MB limit for screenshots.")
+        data = await self._download(att, self.settings.max_image_bytes, " for screenshots")
+        return validate_query_image(QueryImage(data, mime, att.filename), self.settings.max_image_bytes)
+
+    @staticmethod
+    async def _download(att: discord.Attachment, limit: int, limit_note: str = "") -> bytes:
+        """An attachment's bytes, refused before downloading when over `limit`; messages name the file."""
+        if att.size > limit:
+            raise BadInput(f"{att.filename}: {att.size / 1e6:.1f} MB is over the {limit / 1e6:.0f} MB limit{limit_note}.")
         try:
-            data = await att.read()
+            return await att.read()
         except discord.HTTPException as exc:
             raise BadInput(f"{att.filename}: could not be downloaded from Discord.") from exc
-        return validate_query_image(QueryImage(data, mime, att.filename), limit)
 
     async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
         if message.guild is None:
@@ -281,22 +285,14 @@ class DiscordHandlers:
         lines = [f"⚠️ {p}" for p in problems]
         for att in pdfs:
             try:
-                data = await self._read_pdf(att)
+                data = await self._download(att, self.settings.max_pdf_bytes)
                 async with ProgressNotice(lambda text: status.edit(content=text)) as notice:
                     report = await self.service.index_bytes(data, att.filename, scope=scope, progress=notice)
                 lines.append(describe_report(report))
-            except PixelragError as exc:
-                lines.append(f"⚠️ {att.filename}: {exc}")
+            except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
+                text = str(exc)
+                lines.append(f"⚠️ {text}" if text.startswith(att.filename) else f"⚠️ {att.filename}: {text}")
         await deliver(place.send, text_messages("\n".join(lines)))
-
-    async def _read_pdf(self, att: discord.Attachment) -> bytes:
-        limit = self.settings.max_pdf_bytes
-        if att.size > limit:
-            raise BadInput(f"{att.size / 1e6:.0f} MB is over the {limit / 1e6:.0f} MB limit.")
-        try:
-            return await att.read()
-        except discord.HTTPException as exc:
-            raise BadInput("could not be downloaded from Discord.") from exc
 
     @staticmethod
     def _upload_limit(guild: discord.Guild | None) -> int:
@@ -348,10 +344,7 @@ class DiscordHandlers:
                 if attachment is not None:
                     if attachment_kind(attachment) != "pdf":
                         raise BadInput(f"{attachment.filename}: only PDFs can be indexed.")
-                    try:
-                        data = await self._read_pdf(attachment)
-                    except BadInput as exc:
-                        raise BadInput(f"{attachment.filename}: {exc}") from exc
+                    data = await self._download(attachment, self.settings.max_pdf_bytes)
                     report = await self.service.index_bytes(data, attachment.filename, scope=scope, progress=notice)
                 elif url and url.strip():
                     report = await self.service.index([url.strip()], scope=scope, progress=notice)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import discord
 
-from bot.text_split import split_text as split_pieces
+from bot.text_split import clip, split_text as split_pieces
 from core.records import Answer, Citation, Document
 
 MAX_CONTENT = 2000
@@ -90,8 +90,7 @@ def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_li
                    notes: list[str]) -> _Card:
     title = f"{cite.title} p. {cite.page}"[:256]
     quote = cite.quote.strip()
-    if len(quote) > MAX_QUOTE:
-        quote = quote[: MAX_QUOTE - 1].rstrip() + "…"
+    quote = clip(quote, MAX_QUOTE)
     embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour)
     if cite.highlight is not None:
         embed.set_footer(text="exact highlight" if cite.highlight.kind == "exact" else "approximate region")

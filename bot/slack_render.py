@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.text_split import split_text as split_pieces
+from bot.text_split import clip, split_text as split_pieces
 from core.records import Answer, Citation, Document, IndexReport, Progress
 
 SECTION_LIMIT = 3000
@@ -135,7 +135,7 @@ def pack_messages(blocks: list[dict], fallback: str) -> list[dict]:
         messages.append({"blocks": current})
     for i, message in enumerate(messages):
         text = fallback if i == 0 else _block_chars(message["blocks"][0])
-        message["text"] = _clip(text, FALLBACK_LIMIT)
+        message["text"] = clip(text, FALLBACK_LIMIT)
     return messages
 
 
@@ -179,7 +179,7 @@ def documents_text(documents: list[Document], scope: str) -> str:
         if docs:
             lines.append(f"*{heading}* ({len(docs)})")
             lines.extend(f"• {escape(d.title)} — {d.page_count} pages (`{d.doc_id}`)" for d in docs)
-    return _clip("\n".join(lines), SECTION_LIMIT)
+    return clip("\n".join(lines), SECTION_LIMIT)
 
 
 def progress_text(name: str, progress: Progress | None) -> str:
@@ -197,14 +197,14 @@ def report_text(verb: str, report: IndexReport) -> str:
     text += f" ({unchanged} unchanged since the last build)." if unchanged else "."
     if report.skipped:
         text += "\n" + "\n".join(f":warning: {escape(s)}" for s in report.skipped)
-    return _clip(text, SECTION_LIMIT)
+    return clip(text, SECTION_LIMIT)
 
 
 def status_text(status: dict) -> str:
     lines = [f"• {escape(str(k))}: {escape(str(v))}" for k, v in status.items() if k != "indexing_now"]
     indexing = status.get("indexing_now") or []
     lines.append("• indexing now: " + (escape(", ".join(indexing)) if indexing else "nothing"))
-    return _clip("*pixelrag status*\n" + "\n".join(lines), SECTION_LIMIT)
+    return clip("*pixelrag status*\n" + "\n".join(lines), SECTION_LIMIT)
 
 
 def _block_chars(block) -> str:
@@ -213,7 +213,3 @@ def _block_chars(block) -> str:
     if isinstance(block.get("text"), dict):
         return block["text"].get("text", "")
     return "\n".join(e.get("text", "") for e in block.get("elements", []) if isinstance(e, dict))
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

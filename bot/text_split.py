@@ -1,7 +1,12 @@
-"""Cutting long replies into chat-sized pieces, shared by the Slack and Discord renderers."""
+"""Cutting long replies into chat-sized pieces (and clipping), shared by the Slack and Discord renderers."""
 from __future__ import annotations
 
 BREAKS = ("\n\n", "\n", " ")  # paragraph, line, word: the preferred cut comes first
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def split_text(text: str, limit: int) -> list[str]:
