@@ -15,7 +15,7 @@ from pathlib import Path
 import discord
 
 from bot.text_split import clip, split_text as split_pieces
-from core.records import Answer, Citation, Document
+from core.records import Answer, Citation, Document, own_and_shared
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -178,8 +178,7 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
     """The /docs listing: this server's documents first, then the shared collection."""
     if not docs:
         return text_messages("No documents are indexed yet. Someone with Manage Server can add one with `/index`.")
-    own = [d for d in docs if d.scope == scope]
-    shared = [d for d in docs if d.scope != scope]
+    own, shared = own_and_shared(docs, scope)
     lines: list[str] = []
     for heading, group in (("This server", own), ("Shared collection", shared)):
         if group:

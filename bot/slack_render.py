@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from bot.text_split import clip, split_text as split_pieces
-from core.records import Answer, Citation, Document, IndexReport, Progress
+from core.records import Answer, Citation, Document, IndexReport, Progress, own_and_shared
 
 SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50
@@ -172,8 +172,7 @@ def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
 def documents_text(documents: list[Document], scope: str) -> str:
     if not documents:
         return "No documents yet. Add one with `/pixelrag index <url>`."
-    own = [d for d in documents if d.scope == scope]
-    shared = [d for d in documents if d.scope != scope]
+    own, shared = own_and_shared(documents, scope)
     lines: list[str] = []
     for heading, docs in (("This workspace", own), ("Shared collection", shared)):
         if docs:

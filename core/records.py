@@ -38,6 +38,11 @@ class Document:
     source: str = ""  # path or URL it came from
 
 
+def own_and_shared(documents: Sequence[Document], scope: str) -> tuple[list[Document], list[Document]]:
+    """A scope's listing in two groups: its own documents, then the ones it sees from elsewhere."""
+    return [d for d in documents if d.scope == scope], [d for d in documents if d.scope != scope]
+
+
 @dataclass(frozen=True)
 class Page:
     doc_id: str
