@@ -5,6 +5,8 @@ approximate — only the reader's estimated region is known; drawn dashed.
 """
 from __future__ import annotations
 
+import io
+
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -79,8 +81,8 @@ def _pad(box: Box) -> Box:
     return (x0 - 0.004, y0 - 0.003, x1 + 0.004, y1 + 0.003)
 
 
-def load_page(path: Path) -> Image.Image:
-    with Image.open(path) as img:
+def load_page(jpeg: bytes) -> Image.Image:
+    with Image.open(io.BytesIO(jpeg)) as img:
         return img.convert("RGB")
 
 

@@ -379,15 +379,14 @@ class Service:
             lap("query_ocr")
         qvec = await backend.embedder.embed_query(query_text, () if backend.ocr_queries else images)
         lap("embed_query")
-        allowed = np.array([p.doc_id in visible for p in snap.pages])
+        allowed = np.isin(snap.page_docs, list(visible))
         # Search and citation drawing are CPU work (280 ms at 1M pages; ~70 ms of image work): off the loop.
         hits = await asyncio.to_thread(self._search, snap, lexical, visible, allowed, query_text, qvec)
         lap("search")
         if retrieve_only:
             return Answer(question, interpreted, "", hits=tuple(hits), backend=backend.name, timings=timings)
 
-        by_key = {p.key: p for p in snap.pages}
-        attached = [ReaderPage(h, by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
+        attached = [ReaderPage(h, snap.by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
         # A reader that cannot see pixels gets the screenshot's OCR text as part of the question.
         draft = await backend.reader.read(query_text if backend.ocr_queries else interpreted, attached, images)
         lap("read")
@@ -431,7 +430,7 @@ class Service:
                                 cites.highlight(draft.quote, rp.page, draft.box))
             try:
                 if rp.hit.image_path not in decoded:
-                    decoded[rp.hit.image_path] = cites.load_page(Path(rp.hit.image_path))
+                    decoded[rp.hit.image_path] = cites.load_page(rp.jpeg)
                 citation = cites.write_images(citation, decoded[rp.hit.image_path], out_dir,
                                               f"{n:02d}-{_slug(rp.hit.title)}-p{draft.page}")
             except OSError as exc:

@@ -10,6 +10,8 @@ that fails or is killed never touches ACTIVE, so the previous snapshot stays in 
 """
 from __future__ import annotations
 
+import functools
+
 import fcntl
 import hashlib
 import json
@@ -46,6 +48,15 @@ class Snapshot:
     pages: list[Page]
     vectors: np.ndarray  # (rows, dim) float32; several rows may belong to one page
     row_page: np.ndarray  # (rows,) index into pages
+
+    # Per-page lookups a question needs, computed once per snapshot rather than once per question.
+    @functools.cached_property
+    def page_docs(self) -> np.ndarray:
+        return np.array([p.doc_id for p in self.pages])
+
+    @functools.cached_property
+    def by_key(self) -> dict[tuple[str, int], Page]:
+        return {p.key: p for p in self.pages}
 
     def page_rows(self) -> dict[str, np.ndarray]:
         """content_hash -> that page's vector rows, for reuse by the next build."""
