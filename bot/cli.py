@@ -42,7 +42,7 @@ class ProgressBar:
 
 
 def _settings(args) -> Settings:
-    settings = load_settings()
+    settings = load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
     if getattr(args, "index", None):
         settings = settings.with_(index_dir=Path(args.index))
     if getattr(args, "backend", None):

@@ -49,13 +49,16 @@ class Settings:
     ocr_dpi: int = 150
     history_exchanges: int = 4
     history_chars: int = 12_000
-    extra: dict[str, str] = field(default_factory=dict)  # SLACK_*/DISCORD_* values; only bot/ reads them
+    extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)
 
 
-def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(".env")) -> Settings:
+def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(".env"),
+                  extra_prefixes: tuple[str, ...] = ()) -> Settings:
+    """Settings from the environment and .env; variables starting with `extra_prefixes` (the chat
+    adapters' SLACK_*, DISCORD_*) are passed through in `extra` for the adapters to read."""
     values = dict(read_dotenv(dotenv)) if dotenv else {}
     values.update(os.environ if env is None else env)
 
@@ -81,5 +84,5 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
         request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, float),
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts),
         allow_private_urls=values.get("PIXELRAG_ALLOW_PRIVATE_URLS", "").lower() in ("1", "true", "yes"),
-        extra={k: v for k, v in values.items() if k.startswith(("SLACK_", "DISCORD_"))},
+        extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
