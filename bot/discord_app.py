@@ -20,7 +20,7 @@ import discord
 from discord import app_commands
 
 from core.config import Settings
-from core.documents import validate_query_image
+from core.query_images import validate_query_image
 from core.errors import BadInput, PixelragError
 from core.records import SHARED_SCOPE, Answer, Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore

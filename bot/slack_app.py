@@ -23,7 +23,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
 from core.config import Settings
-from core.documents import IMAGE_TYPES, looks_like_pdf, validate_query_image
+from core.documents import looks_like_pdf
+from core.query_images import ACCEPTED, validate_query_image
 from core.errors import BadInput, Busy, PixelragError
 from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
@@ -33,7 +34,7 @@ from .progress import ThrottledProgress
 
 log = logging.getLogger("pixelrag.slack")
 
-IMAGE_MIME = set(IMAGE_TYPES.values())
+IMAGE_MIME = set(ACCEPTED.values())
 PDF_MIME = {"application/pdf"}
 # Message subtypes that are people writing; edits, joins and deletions are not questions.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -234,35 +235,45 @@ class SlackBot:
 
     async def download(self, file: dict, max_bytes: int) -> bytes:
         """A Slack-hosted file, fetched with the bot token (redirects followed by hand so the
-        token goes only to the host it was meant for)."""
+        token goes only to the host it was meant for). The whole body is read, in chunks, and the
+        size cap is enforced while reading: the file's metadata may omit or misstate its size."""
         name = file.get("name") or file.get("id") or "attachment"
         if file.get("file_access") == "check_file_info" or not (file.get("url_private_download") or file.get("url_private")):
             raise AttachmentError(f"{name}: Slack did not share a download link for this file (a Slack Connect file?).")
+        limit = f"the {max_bytes / 1e6:g} MB limit"
         if (file.get("size") or 0) > max_bytes:
-            raise AttachmentError(f"{name}: {file['size'] / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit.")
+            raise AttachmentError(f"{name}: {file['size'] / 1e6:.1f} MB is over {limit}.")
         url = file.get("url_private_download") or file["url_private"]
         origin = urlparse(url).hostname
         timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout_s)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            for _ in range(5):
-                host = urlparse(url).hostname or ""
-                headers = {"Authorization": f"Bearer {self.token}"} if host == origin or host.endswith(".slack.com") else {}
-                async with session.get(url, headers=headers, allow_redirects=False) as response:
-                    if response.status in (301, 302, 303, 307, 308) and response.headers.get("Location"):
-                        url = str(response.url.join(URL(response.headers["Location"])))
-                        continue
-                    if response.status != 200:
-                        raise AttachmentError(f"{name}: Slack answered HTTP {response.status} when downloading it.")
-                    ctype = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-                    if ctype == "text/html":
-                        # Slack's answer to a token without files:read: a 200 with its sign-in page.
-                        raise AttachmentError(
-                            f"{name}: Slack sent its sign-in page instead of the file, so I can't read attachments. "
-                            "The app needs the files:read scope: an admin should add it and reinstall the app.")
-                    data = await response.content.read(max_bytes + 1)
-                    if len(data) > max_bytes:
-                        raise AttachmentError(f"{name}: it is over the {max_bytes / 1e6:.0f} MB limit.")
-                    return data
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                for _ in range(5):
+                    host = urlparse(url).hostname or ""
+                    headers = {"Authorization": f"Bearer {self.token}"} if host == origin or host.endswith(".slack.com") else {}
+                    async with session.get(url, headers=headers, allow_redirects=False) as response:
+                        if response.status in (301, 302, 303, 307, 308) and response.headers.get("Location"):
+                            url = str(response.url.join(URL(response.headers["Location"])))
+                            continue
+                        if response.status != 200:
+                            raise AttachmentError(f"{name}: Slack answered HTTP {response.status} when downloading it.")
+                        ctype = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+                        if ctype == "text/html":
+                            # Slack's answer to a token without files:read: a 200 with its sign-in page.
+                            raise AttachmentError(
+                                f"{name}: Slack sent its sign-in page instead of the file, so I can't read attachments. "
+                                "The app needs the files:read scope: an admin should add it and reinstall the app.")
+                        if (response.content_length or 0) > max_bytes:
+                            raise AttachmentError(f"{name}: {response.content_length / 1e6:.1f} MB is over {limit}.")
+                        data = bytearray()
+                        async for chunk in response.content.iter_chunked(1 << 16):
+                            data += chunk
+                            if len(data) > max_bytes:
+                                raise AttachmentError(f"{name}: it is over {limit}.")
+                        return bytes(data)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise AttachmentError(f"{name}: the download from Slack failed ({type(exc).__name__}); "
+                                  "try attaching it again.") from exc
         raise AttachmentError(f"{name}: too many redirects while downloading it.")
 
     # ----- status indicator --------------------------------------------------------------------

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import ipaddress
 import socket
 from dataclasses import dataclass
@@ -11,15 +10,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-from PIL import Image
-
 from .config import Settings
 from .errors import BadInput
-from .records import Page, QueryImage, Word
+from .records import Page, Word
 
 PDF_MAGIC = b"%PDF-"
-IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
-MAX_QUERY_PIXELS = 40_000_000  # refuse decompression bombs long before they expand
 # Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that
 # incremental builds redo pages instead of reusing words read the old way.
 WORDS_VERSION = 2
@@ -207,22 +202,3 @@ def has_uncovered_ink(page, words: list[Word]) -> bool:
         return True
     # Many small vector paths usually mean a drawing whose labels may be outlines, not text.
     return len(page.get_drawings()) > 40
-
-
-def validate_query_image(image: QueryImage, max_bytes: int) -> QueryImage:
-    """Accept PNG, JPEG or WebP up to max_bytes; refuse decompression bombs."""
-    if len(image.data) > max_bytes:
-        raise BadInput(
-            f"{image.name}: {len(image.data) / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit for screenshots."
-        )
-    try:
-        with Image.open(io.BytesIO(image.data)) as img:
-            kind = img.format
-            w, h = img.size
-    except Exception as exc:
-        raise BadInput(f"{image.name}: not a readable PNG, JPEG or WebP image.") from exc
-    if kind not in IMAGE_TYPES:
-        raise BadInput(f"{image.name}: {kind or 'unknown'} images are not supported; use PNG, JPEG or WebP.")
-    if w * h > MAX_QUERY_PIXELS:
-        raise BadInput(f"{image.name}: {w}x{h} pixels is too large to read.")
-    return QueryImage(image.data, IMAGE_TYPES[kind], image.name)

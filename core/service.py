@@ -21,9 +21,10 @@ import numpy as np
 from . import citations as cites
 from .backends import Backend, DraftCitation, PageInput, ReaderPage, make_backend
 from .config import Settings
-from .documents import Source, document_title, open_pdf, read_source, render_page, validate_query_image
+from .documents import Source, document_title, open_pdf, read_source, render_page
 from .errors import BadInput, Busy, IndexProblem
 from .ocr import Ocr
+from .query_images import prepare_query_images
 from .records import SHARED_SCOPE, Answer, Citation, Document, Hit, IndexReport, Page, Progress, Turn
 from .search import LexicalIndex, dense_page_scores, fuse_scores
 from .store import IndexStore, Snapshot
@@ -352,7 +353,8 @@ class Service:
             raise BadInput("Ask a question, attach a screenshot, or both.")
         if len(question) > MAX_QUESTION_CHARS:
             raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
-        images = tuple(validate_query_image(img, self.settings.max_image_bytes) for img in turn.images)
+        # Decoded and normalised once (a few hundred ms for a large PNG: off the loop).
+        images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
         backend = self.backend
 
         # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
@@ -384,7 +386,8 @@ class Service:
         hits = await asyncio.to_thread(self._search, snap, lexical, visible, allowed, query_text, qvec)
         lap("search")
         if retrieve_only:
-            return Answer(question, interpreted, "", hits=tuple(hits), backend=backend.name, timings=timings)
+            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
+                          timings=timings)
 
         attached = [ReaderPage(h, snap.by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
         # A reader that cannot see pixels gets the screenshot's OCR text as part of the question.
@@ -400,7 +403,7 @@ class Service:
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached, out_dir)
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                      tuple(notes), draft.topic, None, backend.name, timings)
+                      image_notes + tuple(notes), draft.topic, None, backend.name, timings)
 
     def _search(self, snap: Snapshot, lexical: LexicalIndex, visible: dict[str, Document], allowed: np.ndarray,
                 text: str, qvec: np.ndarray) -> list[Hit]:

@@ -5,20 +5,31 @@ that blocks (a synchronous download in a worker thread, for instance) can never 
 Every call is recorded as a `Call(method, params, headers)`; tests assert on those records.
 
 Served paths:
-  /api/{method}      Web API methods (parameters merged from query string, form and JSON body)
-  /upload/{file_id}  upload_url returned by files.getUploadURLExternal (stores the POSTed bytes)
-  /webhook/{name}    response_url for slash commands (records the JSON body)
-  /files/{name}      url_private: the bytes with the right Bearer token, else an HTML login page
-  /public/{name}     plain downloads (a PDF to index by URL)
+  /api/{method}          Web API methods (parameters merged from query string, form and JSON body)
+  /upload/{file_id}      upload_url returned by files.getUploadURLExternal (stores the POSTed bytes)
+  /webhook/{name}        response_url for slash commands (records the JSON body)
+  /files/{name}          url_private: redirects to /files-origin/{name}
+  /files-origin/{name}   the bytes, streamed in small chunks, with the right Bearer token; else
+                         Slack's HTML sign-in page (what a token without files:read gets)
+  /public/{name}         plain downloads (a PDF to index by URL)
+
+It refuses what Slack refuses (see `block_error` and `_api`): methods whose scope the app's
+manifest.yml does not grant (missing_scope), Block Kit beyond its limits (invalid_blocks,
+msg_blocks_too_long), text over 40,000 characters, messages with neither text nor blocks, edits of
+unknown messages, duplicate reactions, uploads completed for files never uploaded or with a
+markdown block, more than 10 files per message, a response_url used more than 5 times or after
+30 minutes, and chat.postMessage bursts beyond its per-channel rate limit (429 with Retry-After).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from aiohttp import web
@@ -27,6 +38,49 @@ BOT_TOKEN = "xoxb-test-token"
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 LOGIN_PAGE = b"<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>"
+MANIFEST = Path(__file__).resolve().parents[1] / "manifest.yml"
+
+# Slack's documented (and, for msg_blocks_too_long, observed) limits.
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_FIELD_TEXT = 2000
+MAX_HEADER_TEXT = 150
+MAX_CONTEXT_ELEMENTS = 10
+MAX_MARKDOWN_TEXT = 12_000  # per markdown block, and for all markdown blocks of a message together
+MAX_BLOCK_CHARS = 13_000  # msg_blocks_too_long is reported from about 13.2k characters of blocks
+MAX_TEXT = 40_000
+MAX_FILES_PER_MESSAGE = 10
+RESPONSE_URL_USES = 5
+RESPONSE_URL_LIFETIME_S = 30 * 60
+POST_BURST = 6  # chat.postMessage: about one message per second per channel, short bursts allowed
+DOWNLOAD_CHUNK = 16 * 1024
+KNOWN_BLOCKS = {"section", "context", "header", "divider", "image", "markdown", "rich_text", "actions",
+                "context_actions", "file", "video", "input", "table"}
+# The scope each method needs (conversations.replies: by channel type, see _needed_scope).
+SCOPES = {
+    "chat.postMessage": "chat:write", "chat.update": "chat:write", "chat.postEphemeral": "chat:write",
+    "reactions.add": "reactions:write", "reactions.remove": "reactions:write",
+    "files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
+    "files.info": "files:read", "users.info": "users:read",
+    "assistant.threads.setStatus": "chat:write",
+}
+
+
+def manifest_scopes(path: Path = MANIFEST) -> set[str]:
+    """The bot scopes manifest.yml asks for: what an installed app's token is granted."""
+    scopes, inside = set(), False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stripped = line.split("#", 1)[0].rstrip()
+        if re.match(r"^\s+bot:\s*$", stripped):
+            inside, indent = True, len(stripped) - len(stripped.lstrip())
+            continue
+        if inside:
+            item = re.match(r"^(\s+)-\s*(\S+)\s*$", stripped)
+            if item and len(item.group(1)) >= indent:
+                scopes.add(item.group(2))
+            elif stripped.strip():
+                inside = False
+    return scopes
 
 
 @dataclass
@@ -36,9 +90,73 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def _text_of(obj: Any) -> str:
+    return obj.get("text", "") if isinstance(obj, dict) and isinstance(obj.get("text"), str) else ""
+
+
+def block_error(blocks: Any) -> str | None:
+    """Slack's error code for a blocks payload it would refuse, or None."""
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        return "invalid_blocks"
+    markdown_total = chars = 0
+    ids = set()
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") not in KNOWN_BLOCKS:
+            return "invalid_blocks"
+        kind = block["type"]
+        if "block_id" in block:
+            if not isinstance(block["block_id"], str) or len(block["block_id"]) > 255 or block["block_id"] in ids:
+                return "invalid_blocks"
+            ids.add(block["block_id"])
+        if kind == "section":
+            text, fields = block.get("text"), block.get("fields") or []
+            if text is None and not fields:
+                return "invalid_blocks"
+            if text is not None and not (isinstance(text, dict) and text.get("type") in ("mrkdwn", "plain_text")
+                                         and 0 < len(_text_of(text)) <= MAX_SECTION_TEXT):
+                return "invalid_blocks"
+            if len(fields) > 10 or any(not 0 < len(_text_of(f)) <= MAX_FIELD_TEXT for f in fields):
+                return "invalid_blocks"
+            chars += len(_text_of(text)) + sum(len(_text_of(f)) for f in fields)
+        elif kind == "context":
+            elements = block.get("elements") or []
+            if not 0 < len(elements) <= MAX_CONTEXT_ELEMENTS:
+                return "invalid_blocks"
+            for element in elements:
+                if element.get("type") in ("mrkdwn", "plain_text"):
+                    if not 0 < len(_text_of(element)) <= MAX_SECTION_TEXT:
+                        return "invalid_blocks"
+                    chars += len(_text_of(element))
+                elif element.get("type") == "image":
+                    if not element.get("alt_text") or not (element.get("image_url") or element.get("slack_file")):
+                        return "invalid_blocks"
+                else:
+                    return "invalid_blocks"
+        elif kind == "header":
+            text = block.get("text")
+            if not (isinstance(text, dict) and text.get("type") == "plain_text" and 0 < len(_text_of(text)) <= MAX_HEADER_TEXT):
+                return "invalid_blocks"
+            chars += len(_text_of(text))
+        elif kind == "markdown":
+            text = block.get("text")
+            if not isinstance(text, str) or not 0 < len(text) <= MAX_MARKDOWN_TEXT:
+                return "invalid_blocks"
+            markdown_total += len(text)
+            chars += len(text)
+        elif kind == "image":
+            if not block.get("alt_text") or not (block.get("image_url") or block.get("slack_file")):
+                return "invalid_blocks"
+    if markdown_total > MAX_MARKDOWN_TEXT:
+        return "invalid_blocks"
+    if chars > MAX_BLOCK_CHARS:
+        return "msg_blocks_too_long"
+    return None
+
+
 class FakeSlack:
-    def __init__(self, team_id: str = "T1"):
+    def __init__(self, team_id: str = "T1", scopes: set[str] | None = None):
         self.team_id = team_id
+        self.scopes = manifest_scopes() if scopes is None else scopes
         self.calls: list[Call] = []
         self.uploads: dict[str, bytes] = {}  # file_id -> bytes POSTed to its upload_url
         self.upload_meta: dict[str, dict] = {}  # file_id -> filename/length
@@ -47,7 +165,15 @@ class FakeSlack:
         self.admins: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self.http_errors: dict[str, list[int]] = {}  # method -> HTTP statuses to answer first, one per call
-        self.messages: dict[str, list[dict]] = {}  # channel -> posted messages
+        self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
+        self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
+        self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
+        self.rate_limited = 0  # 429s answered
+        self.download_chunked = False  # stream downloads with chunked encoding instead of a Content-Length
+        self.download_drop_after: int | None = None  # close the connection after this many bytes
+        self._response_urls: dict[str, list[float]] = {}  # name -> times used
+        self._post_tokens: dict[str, tuple[float, float]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -83,7 +209,8 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/webhook/{name}", self._webhook)
-        app.router.add_get("/files/{name}", self._private_file)
+        app.router.add_get("/files/{name}", self._private_file_redirect)
+        app.router.add_get("/files-origin/{name}", self._private_file)
         app.router.add_get("/public/{name}", self._public_file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -106,6 +233,11 @@ class FakeSlack:
     def add_public_file(self, name: str, data: bytes, content_type: str = "application/pdf") -> str:
         self.public_files[name] = (data, content_type)
         return f"{self.base_url}/public/{name}"
+
+    def add_message(self, channel: str, message: dict) -> None:
+        """A message someone else wrote (a mention, a file share), so that reactions and
+        conversations.replies find it as they would in Slack."""
+        self.messages.setdefault(channel, []).append(dict(message))
 
     # ----- queries for tests -----------------------------------------------------------------
     def calls_to(self, method: str) -> list[Call]:
@@ -160,22 +292,69 @@ class FakeSlack:
     def _authorized(self, request: web.Request) -> bool:
         return request.headers.get("Authorization") == f"Bearer {BOT_TOKEN}"
 
+    def _needed_scope(self, method: str, params: dict) -> str | None:
+        if method == "conversations.replies":
+            channel = str(params.get("channel", ""))
+            return {"D": "im:history", "G": "groups:history"}.get(channel[:1], "channels:history")
+        return SCOPES.get(method)
+
+    def _refuse(self, method: str, error: str, status: int = 200, **extra) -> web.Response:
+        self.refused.append((method, error))
+        return web.json_response({"ok": False, "error": error, **extra}, status=status)
+
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(Call(method, params, dict(request.headers)))
         if not self._authorized(request):
-            return web.json_response({"ok": False, "error": "invalid_auth"})
+            return self._refuse(method, "invalid_auth")
+        needed = self._needed_scope(method, params)
+        if needed and needed not in self.scopes:
+            return self._refuse(method, "missing_scope", needed=needed, provided=",".join(sorted(self.scopes)))
+        # Failures a test asked for are answered, not counted in `refused`.
         if self.http_errors.get(method):
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
+        if method == "chat.postMessage" and self._rate_limited(str(params.get("channel", ""))):
+            self.rate_limited += 1  # not a refusal: the client is told when to retry
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        if method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
+            if error := self._message_error(params):
+                return self._refuse(method, error)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         result = handler(params) if handler else {}
+        if isinstance(result, str):  # an error code
+            return self._refuse(method, result)
         return web.json_response({"ok": True, **result})
+
+    def _rate_limited(self, channel: str) -> bool:
+        """A token bucket per channel: POST_BURST posts at once, then one more per second."""
+        now = time.monotonic()
+        tokens, last = self._post_tokens.get(channel, (float(POST_BURST), now))
+        tokens = min(float(POST_BURST), tokens + (now - last))
+        limited = tokens < 1
+        self._post_tokens[channel] = (tokens if limited else tokens - 1, now)
+        return limited
+
+    @staticmethod
+    def _message_error(params: dict) -> str | None:
+        text, blocks = params.get("text"), params.get("blocks")
+        if not params.get("channel"):
+            return "channel_not_found"
+        if not text and not blocks and not params.get("markdown_text"):
+            return "no_text"
+        if isinstance(text, str) and len(text) > MAX_TEXT:
+            return "msg_too_long"
+        if blocks is not None:
+            return block_error(blocks)
+        return None
 
     def _new_ts(self) -> str:
         return f"1800000000.{next(self._ts):06d}"
+
+    def _find(self, channel: str, ts: str | None) -> dict | None:
+        return next((m for m in self.messages.get(channel, []) if m.get("ts") == ts), None)
 
     def _m_auth_test(self, params: dict) -> dict:
         return {"user_id": BOT_USER_ID, "bot_id": BOT_ID, "team_id": self.team_id, "user": "pixelrag",
@@ -188,21 +367,66 @@ class FakeSlack:
         self.messages.setdefault(params.get("channel", ""), []).append(message)
         return {"channel": params.get("channel"), "ts": ts, "message": message}
 
-    def _m_chat_update(self, params: dict) -> dict:
+    def _m_chat_update(self, params: dict) -> dict | str:
+        message = self._find(params.get("channel", ""), params.get("ts"))
+        if message is None:
+            return "message_not_found"
+        if message.get("bot_id") != BOT_ID:
+            return "cant_update_message"
+        message["text"] = params.get("text", "")
         return {"channel": params.get("channel"), "ts": params.get("ts"), "text": params.get("text", "")}
 
-    def _m_conversations_replies(self, params: dict) -> dict:
+    def _m_reactions_add(self, params: dict) -> dict | str:
+        key = (params.get("channel", ""), params.get("timestamp", ""), params.get("name", ""))
+        if self._find(key[0], key[1]) is None:
+            return "message_not_found"
+        if key in self.reactions:
+            return "already_reacted"
+        self.reactions.add(key)
+        return {}
+
+    def _m_reactions_remove(self, params: dict) -> dict | str:
+        key = (params.get("channel", ""), params.get("timestamp", ""), params.get("name", ""))
+        if key not in self.reactions:
+            return "no_reaction"
+        self.reactions.discard(key)
+        return {}
+
+    def _m_conversations_replies(self, params: dict) -> dict | str:
         channel, ts = params.get("channel", ""), params.get("ts")
+        if not channel or not ts:
+            return "invalid_arguments"
         found = [m for m in self.messages.get(channel, []) if ts in (m.get("ts"), m.get("thread_ts"))]
+        if not found:
+            return "thread_not_found"
+        if params.get("latest"):
+            latest, oldest = float(params["latest"]), float(params.get("oldest") or 0)
+            inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
+            found = [m for m in found if (oldest <= float(m["ts"]) <= latest if inclusive
+                                          else oldest < float(m["ts"]) < latest)]
         return {"messages": found, "has_more": False}
 
-    def _m_files_getUploadURLExternal(self, params: dict) -> dict:
+    def _m_files_getUploadURLExternal(self, params: dict) -> dict | str:
+        if not params.get("filename") or not str(params.get("length", "")).isdigit() or int(params["length"]) <= 0:
+            return "invalid_arguments"
         file_id = f"F{next(self._ids):05d}"
-        self.upload_meta[file_id] = {"filename": params.get("filename"), "length": params.get("length")}
+        self.upload_meta[file_id] = {"filename": params.get("filename"), "length": int(params["length"])}
         return {"upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
 
-    def _m_files_completeUploadExternal(self, params: dict) -> dict:
-        files = params.get("files") or []
+    def _m_files_completeUploadExternal(self, params: dict) -> dict | str:
+        files = params.get("files")
+        if not isinstance(files, list) or not files:
+            return "invalid_arguments"
+        if len(files) > MAX_FILES_PER_MESSAGE:
+            return "internal_error"
+        if any(f.get("id") not in self.uploads for f in files):
+            return "file_not_found"  # completed without uploading the bytes first
+        blocks = params.get("blocks")
+        if blocks and not params.get("initial_comment"):
+            if any(isinstance(b, dict) and b.get("type") == "markdown" for b in blocks):
+                return "internal_error"  # python-slack-sdk #1756: markdown blocks are refused here
+            if error := block_error(blocks):
+                return error
         return {"files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
 
     def _m_users_info(self, params: dict) -> dict:
@@ -213,22 +437,63 @@ class FakeSlack:
         file_id = request.match_info["file_id"]
         data = await request.read()
         self.calls.append(Call("upload", {"file_id": file_id, "size": len(data)}, dict(request.headers)))
+        meta = self.upload_meta.get(file_id)
+        if meta is None or file_id in self.uploads:
+            return web.Response(status=404, text="upload URL unknown or already used")
+        if len(data) != meta["length"]:
+            return web.Response(status=400, text=f"expected {meta['length']} bytes, got {len(data)}")
         self.uploads[file_id] = data
         return web.Response(text="OK - %d" % len(data))
 
     async def _webhook(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
         body = await request.json()
         self.calls.append(Call("response_url", body, dict(request.headers)))
+        uses = self._response_urls.setdefault(name, [])
+        if len(uses) >= RESPONSE_URL_USES or (uses and time.time() - uses[0] > RESPONSE_URL_LIFETIME_S):
+            self.refused.append(("response_url", "used_url"))
+            return web.Response(status=404, text="used_url")
+        if not body.get("text") and not body.get("blocks"):
+            self.refused.append(("response_url", "no_text"))
+            return web.Response(status=400, text="no_text")
+        if body.get("blocks") is not None and (error := block_error(body["blocks"])):
+            self.refused.append(("response_url", error))
+            return web.Response(status=400, text=error)
+        uses.append(time.time())
         return web.Response(text="ok")
 
-    async def _private_file(self, request: web.Request) -> web.Response:
+    async def _private_file_redirect(self, request: web.Request) -> web.Response:
+        """url_private answers with a redirect, as Slack's file links do."""
+        name = request.match_info["name"]
+        self.calls.append(Call("download_redirect", {"name": name}, dict(request.headers)))
+        raise web.HTTPFound(f"/files-origin/{name}")
+
+    async def _private_file(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
         self.calls.append(Call("download", {"name": name}, dict(request.headers)))
         if not self._authorized(request) or name not in self.private_files:
             # What Slack does when the token lacks files:read: 200 with its sign-in page.
             return web.Response(body=LOGIN_PAGE, content_type="text/html")
         data, ctype = self.private_files[name]
-        return web.Response(body=data, content_type=ctype)
+        response = web.StreamResponse(headers={"Content-Type": ctype})
+        if self.download_chunked:
+            response.enable_chunked_encoding()
+        else:
+            response.content_length = len(data)
+        await response.prepare(request)
+        end = len(data) if self.download_drop_after is None else min(len(data), self.download_drop_after)
+        try:
+            for start in range(0, end, DOWNLOAD_CHUNK):
+                # Separate writes with a pause: the client sees the body arrive in pieces, as over a network.
+                await response.write(data[start:min(end, start + DOWNLOAD_CHUNK)])
+                await asyncio.sleep(0.002)
+        except ConnectionError:  # the client stopped reading (a size cap): nothing more to send
+            return response
+        if end < len(data):
+            request.transport.close()  # the connection drops mid-body
+            return response
+        await response.write_eof()
+        return response
 
     async def _public_file(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -240,13 +505,15 @@ class FakeSlack:
 
 
 def block_text(blocks: Any) -> list[str]:
-    """The visible text of section/context/header blocks."""
+    """The visible text of section/context/header/markdown blocks."""
     out: list[str] = []
     for block in blocks or []:
         if not isinstance(block, dict):
             continue
         if isinstance(block.get("text"), dict):
             out.append(block["text"].get("text", ""))
+        elif isinstance(block.get("text"), str):
+            out.append(block["text"])
         for element in block.get("elements", []) or []:
             if isinstance(element, dict) and "text" in element:
                 out.append(element["text"] if isinstance(element["text"], str) else element["text"].get("text", ""))

@@ -8,7 +8,8 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from core.documents import download, validate_query_image
+from core.documents import download
+from core.query_images import validate_query_image
 from core.errors import BadInput
 from core.records import QueryImage, Turn
 from core.service import Service

@@ -107,6 +107,10 @@ class Harness:
         event.setdefault("channel", CHANNEL)
         event.setdefault("event_ts", event["ts"])
         event.setdefault("team", team)
+        if not any(m.get("ts") == event["ts"] for m in self.fake.messages.get(event["channel"], [])):
+            # The message exists in Slack before its event arrives (reactions and replies find it there).
+            self.fake.add_message(event["channel"], {k: v for k, v in event.items()
+                                                     if k in ("ts", "user", "text", "files", "thread_ts", "bot_id")})
         body = {
             "token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
             "event_id": event_id or f"Ev{event['ts'].replace('.', '')}{event['type']}",
@@ -154,6 +158,8 @@ def fake():
     server.admins.add("UADMIN")
     yield server
     server.stop()
+    # Anything Slack would have refused is a bug the product hides, unless a test expects it.
+    assert server.refused == server.expected_refusals, server.refused
 
 
 @pytest.fixture
@@ -253,6 +259,169 @@ async def test_screenshot_is_downloaded_with_the_bot_token_and_used(slack: Harne
     [turn] = slack.service.turns
     assert len(turn.images) == 1 and turn.images[0].mime_type == "image/png" and turn.images[0].data == buf.getvalue()
     assert "x200-datasheet.pdf, p." in slack.fake.thread_text(event["ts"])
+
+
+def screenshot_of(pdf: bytes, page: int, dpi: int = 200, noise: int = 6) -> bytes:
+    """A real render of a page, with the faint noise of a photographed or scaled screen (so that it
+    compresses like a real screenshot: a few hundred KB, not 40)."""
+    import numpy as np
+
+    doc = pymupdf.open(stream=pdf, filetype="pdf")
+    pix = doc[page - 1].get_pixmap(dpi=dpi, clip=pymupdf.Rect(30, 40, 565, 200))
+    doc.close()
+    pixels = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n).astype(np.int16)
+    pixels += np.random.default_rng(7).integers(-noise, noise + 1, pixels.shape, dtype=np.int16)
+    buf = io.BytesIO()
+    Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_large_screenshot_arrives_whole_through_redirect_and_chunks(slack: Harness, chunked):
+    # Before: response.content.read(n) returned the first ~128 KB that had arrived, and the
+    # truncated PNG failed in OCR ("Sorry, something went wrong").
+    slack.fake.download_chunked = chunked
+    png = screenshot_of(PUMP_PDF, 2)
+    assert 150_000 < len(png) < 2_000_000
+    file = slack.image_file("retina.png", png)
+    if chunked:
+        del file["size"]  # some file objects come without a size
+    event, _ = await slack.mention("", files=[file])
+    await slack.bot.idle()
+    assert slack.fake.calls_to("download_redirect") and slack.fake.calls_to("download")
+    [turn] = slack.service.turns
+    assert turn.images[0].data == png
+    thread = slack.fake.thread_text(event["ts"])
+    assert "went wrong" not in thread
+    assert slack.service.answers[0].hits[0].page == 2  # the screenshot's page
+    assert "x200-datasheet.pdf, p. 2" in thread
+
+
+async def test_a_file_without_a_size_is_capped_while_downloading(make_harness, fake, tmp_path):
+    harness = await make_harness(settings=base_settings(fake, tmp_path).with_(max_image_bytes=200_000))
+    await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    png = screenshot_of(PUMP_PDF, 1)
+    assert len(png) > 200_000
+    file = harness.image_file("huge.png", png)
+    del file["size"]
+    fake.download_chunked = True  # no Content-Length either: only counting the bytes can tell
+    event, _ = await harness.mention("What is the X200 weight?", files=[file])
+    await harness.bot.idle()
+    thread = fake.thread_text(event["ts"])
+    assert "huge.png: it is over the 0.2 MB limit" in thread
+    assert not harness.service.turns[0].images
+
+
+async def test_a_download_cut_short_is_named_not_a_crash(slack: Harness):
+    png = screenshot_of(PUMP_PDF, 1)
+    slack.fake.download_drop_after = len(png) // 2
+    event, _ = await slack.mention("What is the X200 weight?", files=[slack.image_file("cut.png", png)])
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "cut.png" in thread and "download from Slack failed" in thread
+    assert "went wrong" not in thread and "14 kg" in thread  # the question is still answered
+
+
+async def test_a_truncated_image_gets_a_clear_message(slack: Harness):
+    png = screenshot_of(PUMP_PDF, 1)
+    event, _ = await slack.mention("", files=[slack.image_file("half.png", png[: len(png) // 2])])
+    await slack.bot.idle()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "half.png" in thread and "damaged or incomplete" in thread
+    assert not slack.service.turns
+
+
+async def test_a_pdf_of_several_hundred_kb_is_indexed_from_a_message(slack: Harness):
+    # Before: cut at ~128 KB, such PDFs were refused as "the PDF has no pages".
+    doc = pymupdf.open(stream=SECRET_PDF, filetype="pdf")
+    doc.embfile_add("scan-archive.bin", __import__("os").urandom(700_000))  # weight without pages
+    big = doc.tobytes()
+    doc.close()
+    assert len(big) > 700_000
+    pdf = slack.image_file("q9-big.pdf", big, mimetype="application/pdf")
+    await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
+                       "files": [pdf]})
+    await slack.bot.idle()
+    assert "Indexed q9-big.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+
+
+class CannedService:
+    """A service whose answer is given: for checking what is posted, not how it is found."""
+
+    def __init__(self, real: Service, answer: Answer):
+        self.real, self.canned, self.turns, self.answers = real, answer, [], []
+
+    async def answer(self, turn, out_dir=None):
+        self.turns.append(turn)
+        self.answers.append(self.canned)
+        return self.canned
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+async def test_a_very_long_answer_is_posted_within_block_kit_limits(make_harness, fake, tmp_path):
+    markdown = "\n\n".join(f"## Part {i}\n" + ("**Flow** is [listed](https://example.com/a) & more. " * 60)
+                           for i in range(40))
+    cites = tuple(Citation("d1", "manual.pdf", p, "quote " * 80) for p in range(1, 9))
+    answer = Answer("q", "the interpreted q", markdown, citations=cites,
+                    limitations=tuple(f"Limitation {i}: " + "x" * 400 for i in range(12)))
+    harness = await make_harness()
+    harness.app.pixelrag.service = CannedService(harness.service.real, answer)
+    event, _ = await harness.mention("q")
+    await harness.bot.idle()
+    posts = answer_posts(fake, event["ts"])
+    assert len(posts) > 6  # split over several messages, none refused (the fixture checks)
+    assert fake.rate_limited  # the burst met Slack's rate limit and was retried after Retry-After
+    assert "Part 39" in fake.thread_text(event["ts"])
+
+
+async def test_the_fake_refuses_what_slack_refuses():
+    """The fake's own strictness, through the real slack_sdk client."""
+    import aiohttp
+    from slack_sdk.errors import SlackApiError
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    server = FakeSlack().start()
+    try:
+        client = AsyncWebClient(token=BOT_TOKEN, base_url=server.api_url)
+        section = {"type": "section", "text": {"type": "mrkdwn", "text": "x"}}
+        bad = {
+            "invalid_blocks": [dict(section)] * 51,
+            "msg_blocks_too_long": [{"type": "section", "text": {"type": "mrkdwn", "text": "y" * 2900}}] * 5,
+        }
+        for error, blocks in bad.items():
+            with pytest.raises(SlackApiError) as info:
+                await client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks)
+            assert info.value.response["error"] == error
+        for blocks in ([{"type": "section", "text": {"type": "mrkdwn", "text": "z" * 3001}}],
+                       [{"type": "markdown", "text": "m" * 12_001}], [{"type": "nonsense"}]):
+            with pytest.raises(SlackApiError, match="invalid_blocks"):
+                await client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks)
+        with pytest.raises(SlackApiError, match="no_text"):
+            await client.chat_postMessage(channel=CHANNEL)
+        with pytest.raises(SlackApiError, match="message_not_found"):
+            await client.chat_update(channel=CHANNEL, ts="1.2", text="t")
+        limited = FakeSlack(scopes={"chat:write"}).start()
+        try:
+            other = AsyncWebClient(token=BOT_TOKEN, base_url=limited.api_url)
+            with pytest.raises(SlackApiError, match="missing_scope"):
+                await other.reactions_add(channel=CHANNEL, timestamp="1.2", name="eyes")
+        finally:
+            limited.stop()
+        statuses = []
+        async with aiohttp.ClientSession() as session:
+            for _ in range(6):
+                async with session.post(server.response_url("once"), json={"text": "hi"}) as response:
+                    statuses.append(response.status)
+        assert statuses == [200] * 5 + [404]
+        # A burst of posts in one channel meets the rate limit, with a retry hint.
+        with pytest.raises(SlackApiError) as info:
+            for _ in range(20):
+                await client.chat_postMessage(channel="CBURST", text="t")
+        assert info.value.response.status_code == 429 and info.value.response.headers["Retry-After"] == "1"
+    finally:
+        server.stop()
 
 
 async def test_missing_files_read_scope_is_reported(slack: Harness):
@@ -538,6 +707,7 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
     try:
         event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
                  "ts": "1700009999.000001", "channel": CHANNEL}
+        fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
         raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvHTTP1",
                           "event_time": int(time.time()), "event": event})
         stamp = str(int(time.time()))
