@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+import aiohttp
 import discord
 from discord import app_commands
 
 from core.config import Settings
 from core.query_images import validate_query_image
-from core.errors import BadInput, PixelragError
+from core.errors import BadInput, PixelragError, failure_reason, megabytes
 from core.records import SHARED_SCOPE, Answer, Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
 
@@ -263,15 +264,24 @@ class DiscordHandlers:
         data = await self._download(att, self.settings.max_image_bytes, " for screenshots")
         return validate_query_image(QueryImage(data, mime, att.filename), self.settings.max_image_bytes)
 
-    @staticmethod
-    async def _download(att: discord.Attachment, limit: int, limit_note: str = "") -> bytes:
-        """An attachment's bytes, refused before downloading when over `limit`; messages name the file."""
+    async def _download(self, att: discord.Attachment, limit: int, limit_note: str = "") -> bytes:
+        """An attachment's bytes, refused before downloading when over `limit`; every failure (an
+        expired link, a dropped connection, a timeout) becomes a message that names the file."""
+        over = f"over the {megabytes(limit)} limit{limit_note}"
         if att.size > limit:
-            raise BadInput(f"{att.filename}: {att.size / 1e6:.1f} MB is over the {limit / 1e6:.0f} MB limit{limit_note}.")
+            raise BadInput(f"{att.filename}: {megabytes(att.size)} is {over}.")
         try:
-            return await att.read()
-        except discord.HTTPException as exc:
-            raise BadInput(f"{att.filename}: could not be downloaded from Discord.") from exc
+            async with asyncio.timeout(self.settings.request_timeout_s):
+                data = await att.read()
+        except discord.NotFound as exc:
+            raise BadInput(f"{att.filename}: Discord no longer has this file (the message was deleted or "
+                           "its link expired); attach it again.") from exc
+        except (discord.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
+            raise BadInput(f"{att.filename}: could not be downloaded from Discord ({failure_reason(exc)}); "
+                           "try attaching it again.") from exc
+        if len(data) > limit:  # the size Discord reported was wrong
+            raise BadInput(f"{att.filename}: {megabytes(len(data))} is {over}.")
+        return data
 
     async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
         if message.guild is None:

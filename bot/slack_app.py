@@ -25,7 +25,7 @@ from yarl import URL
 from core.config import Settings
 from core.documents import looks_like_pdf
 from core.query_images import ACCEPTED, validate_query_image
-from core.errors import BadInput, Busy, PixelragError
+from core.errors import BadInput, Busy, PixelragError, failure_reason, megabytes
 from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
 
@@ -240,9 +240,9 @@ class SlackBot:
         name = file.get("name") or file.get("id") or "attachment"
         if file.get("file_access") == "check_file_info" or not (file.get("url_private_download") or file.get("url_private")):
             raise AttachmentError(f"{name}: Slack did not share a download link for this file (a Slack Connect file?).")
-        limit = f"the {max_bytes / 1e6:g} MB limit"
+        limit = f"the {megabytes(max_bytes)} limit"
         if (file.get("size") or 0) > max_bytes:
-            raise AttachmentError(f"{name}: {file['size'] / 1e6:.1f} MB is over {limit}.")
+            raise AttachmentError(f"{name}: {megabytes(file['size'])} is over {limit}.")
         url = file.get("url_private_download") or file["url_private"]
         origin = urlparse(url).hostname
         timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout_s)
@@ -264,7 +264,7 @@ class SlackBot:
                                 f"{name}: Slack sent its sign-in page instead of the file, so I can't read attachments. "
                                 "The app needs the files:read scope: an admin should add it and reinstall the app.")
                         if (response.content_length or 0) > max_bytes:
-                            raise AttachmentError(f"{name}: {response.content_length / 1e6:.1f} MB is over {limit}.")
+                            raise AttachmentError(f"{name}: {megabytes(response.content_length)} is over {limit}.")
                         data = bytearray()
                         async for chunk in response.content.iter_chunked(1 << 16):
                             data += chunk
@@ -272,7 +272,7 @@ class SlackBot:
                                 raise AttachmentError(f"{name}: it is over {limit}.")
                         return bytes(data)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise AttachmentError(f"{name}: the download from Slack failed ({type(exc).__name__}); "
+            raise AttachmentError(f"{name}: the download from Slack failed ({failure_reason(exc)}); "
                                   "try attaching it again.") from exc
         raise AttachmentError(f"{name}: too many redirects while downloading it.")
 

@@ -19,3 +19,18 @@ class RemoteError(PixelragError):
 
 class Busy(PixelragError):
     """The same document is already being indexed."""
+
+
+def megabytes(n: float) -> str:
+    """A size for a message: '5.2 MB', '40 MB'."""
+    return f"{n / 1e6:.1f}".removesuffix(".0") + " MB"
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a download failed, in words: 'HTTP 500', 'the connection dropped', 'no answer in time'."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return f"HTTP {status}"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return "the connection dropped"

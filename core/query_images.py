@@ -12,7 +12,7 @@ import warnings
 
 from PIL import Image, ImageOps
 
-from .errors import BadInput
+from .errors import BadInput, megabytes
 from .records import QueryImage
 
 ACCEPTED = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}  # what people may attach
@@ -28,8 +28,8 @@ EXIF_ORIENTATION = 0x0112
 def open_image(image: QueryImage, max_bytes: int) -> Image.Image:
     """The decoded image (every pixel read, so a damaged or truncated file fails here, with a message)."""
     if len(image.data) > max_bytes:
-        raise BadInput(f"{image.name}: {len(image.data) / 1e6:.1f} MB is over the "
-                       f"{max_bytes / 1e6:.0f} MB limit for screenshots.")
+        raise BadInput(f"{image.name}: {megabytes(len(image.data))} is over the {megabytes(max_bytes)} limit "
+                       "for screenshots.")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own MAX_PIXELS decides
         try:

@@ -827,3 +827,73 @@ async def test_running_without_message_content_intent(store):
         assert client.intents.guilds and client.intents.guild_messages and client.intents.dm_messages
     finally:
         await client.close()
+
+
+# ---- attachments through discord.py's own HTTP client, against a loopback CDN -------------------
+
+@pytest.fixture
+async def cdn():
+    from tests.fake_discord import FakeDiscord
+
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+def big_png(width=900, height=700) -> bytes:
+    """A screenshot of some hundred KB (it arrives in many pieces)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    buf = io.BytesIO()
+    Image.fromarray(rng.integers(0, 255, (height, width, 3), dtype=np.uint8)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+async def test_a_screenshot_is_read_whole_from_the_cdn(store, cdn):
+    service = FakeService()
+    h = handlers_for(service, store)
+    png = big_png()
+    assert len(png) > 500_000
+    msg = make_message("which part is this?", make_dm(), attachments=[cdn.attachment("shot.png", png, "image/png")])
+    await h.on_message(msg)
+    [turn] = service.turns
+    assert turn.images[0].data == png and len(cdn.downloads) == 1
+
+
+@pytest.mark.parametrize("failure, expected", [
+    ("expire", "no longer has this file"),
+    ("forbid", "could not be downloaded from Discord (HTTP 403)"),
+    ("fail", "could not be downloaded from Discord (HTTP 500)"),
+    ("cut", "could not be downloaded from Discord (the connection dropped)"),
+])
+async def test_a_failed_attachment_read_is_named_and_the_question_still_answered(store, cdn, failure, expected):
+    # Before: a dropped connection (aiohttp's ClientPayloadError) escaped as "Something went wrong".
+    service = FakeService()
+    h = handlers_for(service, store)
+    att = cdn.attachment("shot.png", big_png(), "image/png")
+    if failure == "cut":
+        cdn.cut(att, 100_000)
+    else:
+        getattr(cdn, failure)(att)
+    dm = make_dm()
+    await h.on_message(make_message("what is the warranty?", dm, attachments=[att]))
+    text = all_text(dm.send)
+    assert f"shot.png: " in text and expected in text, text
+    assert "went wrong" not in text
+    assert service.turns and service.turns[0].images == ()
+
+
+async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    shot = cdn.attachment("huge.png", png_bytes(), "image/png", size=30 * 1024 * 1024)
+    pdf = cdn.attachment("huge.pdf", b"%PDF-1.7 ...", "application/pdf", size=300 * 1024 * 1024)
+    msg = make_message("index this", channel, make_user(manage=True), guild=guild, mention_me=True,
+                       attachments=[shot, pdf])
+    await h.on_message(msg)
+    text = all_text(msg.create_thread.return_value.send)
+    assert "huge.png: 31.5 MB is over the 5.2 MB limit for screenshots" in text
+    assert "huge.pdf: 314.6 MB is over the 209.7 MB limit" in text
+    assert not cdn.downloads and not service.indexed
