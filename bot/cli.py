@@ -58,10 +58,20 @@ def print_report(report: IndexReport, as_json: bool) -> None:
         return
     for doc in report.documents:
         print(f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})")
+    for doc in report.unchanged:
+        print(f"up to date: {doc.title} (unchanged since it was indexed)")
     for message in report.skipped:
         print(f"skipped: {message}")
-    print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
-          f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
+    if report.documents:
+        print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
+              f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
+    else:
+        print(f"nothing to do: the index ({report.pages_total} pages) is up to date")
+
+
+def exit_code(report: IndexReport) -> int:
+    """0 when everything asked for is indexed or up to date; 1 when some inputs were refused."""
+    return 1 if report.skipped else 0
 
 
 def print_answer(answer: Answer) -> None:
@@ -100,7 +110,7 @@ async def cmd_index(args) -> int:
     service = Service(_settings(args))
     report = await service.index(args.sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
-    return 0
+    return exit_code(report)
 
 
 async def cmd_reindex(args) -> int:
@@ -108,7 +118,7 @@ async def cmd_reindex(args) -> int:
 
     report = await Service(_settings(args)).reindex(SHARED_SCOPE, args.document, progress=ProgressBar())
     print_report(report, args.json)
-    return 0
+    return exit_code(report)
 
 
 async def cmd_remove(args) -> int:

@@ -70,6 +70,7 @@ def describe_report(report: IndexReport) -> str:
     ]
     if report.documents:
         lines.append(f"-# {report.pages_embedded} pages read, {report.pages_reused} reused from the previous index.")
+    lines += [f"Already up to date: **{d.title}** (unchanged)." for d in report.unchanged]
     lines += [f"⚠️ {s}" for s in report.skipped]
     return "\n".join(lines) or "Nothing was indexed."
 
@@ -87,8 +88,11 @@ class Access:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Access":
-        raw_users = settings.extra.get("DISCORD_INDEX_USERS", "")
-        users = frozenset(int(u) for u in re.split(r"[\s,]+", raw_users) if u.isdigit())
+        raw_users = [u for u in re.split(r"[\s,]+", settings.extra.get("DISCORD_INDEX_USERS", "")) if u]
+        if bad := [u for u in raw_users if not u.isdigit()]:
+            raise BadInput(f"DISCORD_INDEX_USERS must list numeric user ids (Developer Mode → Copy User ID); "
+                           f"not ids: {', '.join(bad)}.")
+        users = frozenset(int(u) for u in raw_users)
         return cls(settings.extra.get("DISCORD_INDEX_ROLE", "").strip(), users)
 
     @property
@@ -529,7 +533,7 @@ class PixelragClient(discord.Client):
 
     async def setup_hook(self) -> None:
         guild_id = self.settings.extra.get("DISCORD_GUILD_ID", "").strip()
-        if guild_id.isdigit():  # development: guild commands appear at once
+        if guild_id:  # development: guild commands appear at once (checked to be digits in serve())
             guild = discord.Object(int(guild_id))
             self.tree.copy_global_to(guild=guild)
             await self.tree.sync(guild=guild)
@@ -552,6 +556,9 @@ async def serve(settings: Settings) -> None:
     token = settings.extra.get("DISCORD_TOKEN", "").strip()
     if not token:
         raise BadInput("DISCORD_TOKEN is not set; see the Discord setup section of the README.")
+    guild_id = settings.extra.get("DISCORD_GUILD_ID", "").strip()
+    if guild_id and not guild_id.isdigit():
+        raise BadInput(f"DISCORD_GUILD_ID={guild_id!r} is not a server id (Developer Mode → Copy Server ID).")
     from core.service import Service  # imported late: the service loads the backend
 
     if not logging.getLogger().handlers:

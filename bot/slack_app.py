@@ -22,7 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
-from core.config import Settings
+from core.config import Settings, flag, number
 from core.documents import looks_like_pdf
 from core.query_images import ACCEPTED, validate_query_image
 from core.errors import BadInput, Busy, PixelragError, failure_reason, megabytes
@@ -57,8 +57,8 @@ class SlackBot:
         extra = settings.extra
         self.token = extra.get("SLACK_BOT_TOKEN", "")
         self.index_users = {u.strip() for u in extra.get("SLACK_INDEX_USERS", "").split(",") if u.strip()}
-        self.index_anyone = extra.get("SLACK_INDEX_ANYONE", "").lower() in ("1", "true", "yes")
-        self.progress_interval = float(extra.get("SLACK_PROGRESS_INTERVAL", "2.0"))
+        self.index_anyone = flag(extra, "SLACK_INDEX_ANYONE")
+        self.progress_interval = number(extra, "SLACK_PROGRESS_INTERVAL", 2.0, 0.01, 60, float)
         self.command = extra.get("SLACK_COMMAND", "/pixelrag")
         self._tasks: set[asyncio.Task] = set()
         self._active = 0

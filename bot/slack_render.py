@@ -189,14 +189,17 @@ def progress_text(name: str, progress: Progress | None) -> str:
 
 
 def report_text(verb: str, report: IndexReport) -> str:
-    names = ", ".join(escape(d.title) for d in report.documents) or "nothing"
-    pages = sum(d.page_count for d in report.documents)
-    text = f":white_check_mark: {verb} {names}: {pages} page{'s' if pages != 1 else ''}"
-    unchanged = report.pages_reused
-    text += f" ({unchanged} unchanged since the last build)." if unchanged else "."
-    if report.skipped:
-        text += "\n" + "\n".join(f":warning: {escape(s)}" for s in report.skipped)
-    return clip(text, SECTION_LIMIT)
+    lines = []
+    if report.documents:
+        names = ", ".join(escape(d.title) for d in report.documents)
+        pages = sum(d.page_count for d in report.documents)
+        line = f":white_check_mark: {verb} {names}: {pages} page{'s' if pages != 1 else ''}"
+        unchanged = report.pages_reused
+        lines.append(line + (f" ({unchanged} unchanged since the last build)." if unchanged else "."))
+    lines += [f":white_check_mark: Already up to date: {escape(d.title)} (unchanged since it was indexed)."
+              for d in report.unchanged]
+    lines += [f":warning: {escape(s)}" for s in report.skipped]
+    return clip("\n".join(lines) or f"{verb} nothing.", SECTION_LIMIT)
 
 
 def status_text(status: dict) -> str:

@@ -83,20 +83,30 @@ class Backend:
 
     @property
     def built_with(self) -> dict:
-        """What an index built by this backend records about it."""
-        return {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+        """What an index built by this backend records about it (and an embedder's text format for
+        pages, where it has one: vectors made with another format do not mix)."""
+        record = {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+        if fmt := getattr(self.embedder, "document_format", None):
+            record["document_format"] = fmt
+        return record
 
     def check_index(self, built_with: dict) -> None:
-        """Refuse an index built by another backend, model or dimension."""
+        """Refuse an index built by another backend, model, dimension or page format."""
         mine = self.built_with
         theirs = {k: built_with.get(k) for k in mine}
         if theirs != mine:
             raise IndexProblem(
-                f"This index was built with {theirs['backend']} ({theirs['model']}, {theirs['dim']}-d) but the "
-                f"configured backend is {mine['backend']} ({mine['model']}, {mine['dim']}-d). Query it with the "
-                "backend that built it, or build a new index: run `pixelrag index --backend "
+                f"This index was built with {_describe(theirs)} but the configured backend is {_describe(mine)}. "
+                "Query it with the settings that built it, or build a new index: run `pixelrag index --backend "
                 f"{mine['backend']}` with a new --index directory (or after deleting this one)."
             )
+
+
+def _describe(built_with: dict) -> str:
+    text = f"{built_with['backend']} ({built_with['model']}, {built_with['dim']}-d"
+    if "document_format" in built_with:
+        text += f", pages embedded as {built_with['document_format'] or 'an older, unrecorded format'}"
+    return text + ")"
 
 
 def make_backend(settings: Settings) -> Backend:

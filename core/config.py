@@ -5,6 +5,9 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .errors import BadInput
+
+BACKENDS = ("local", "gemini")
 
 def read_dotenv(path: Path) -> dict[str, str]:
     """KEY=VALUE lines; '#' comments; optional quotes. Real environment variables win."""
@@ -37,13 +40,14 @@ class Settings:
     render_dpi: int = 200
     jpeg_quality: int = 85
     max_pages: int = 1000
-    max_pdf_bytes: int = 200 * 1024 * 1024
-    max_image_bytes: int = 5 * 1024 * 1024
+    max_pdf_bytes: int = 200_000_000
+    max_image_bytes: int = 5_000_000
     allow_private_urls: bool = False  # let chat users index URLs on loopback/private networks
     top_k: int = 4
     embed_batch_pages: int = 6  # pages per batchEmbedContents request (keeps bodies < 4 MiB)
     embed_concurrency: int = 4
     request_timeout_s: float = 60.0
+    answer_timeout_s: float = 90.0  # everything one question may take, retries included
     retry_attempts: int = 5
     retry_initial_delay_s: float = 1.0
     ocr_dpi: int = 150
@@ -62,27 +66,49 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
     values = dict(read_dotenv(dotenv)) if dotenv else {}
     values.update(os.environ if env is None else env)
 
-    def num(name: str, default, cast=int):
-        raw = values.get(name)
-        return cast(raw) if raw not in (None, "") else default
+    def num(name: str, default, lo, hi, cast=int):
+        return number(values, name, default, lo, hi, cast)
 
     key = values.get("GOOGLE_API_KEY") or values.get("GEMINI_API_KEY") or None
+    backend = (values.get("PIXELRAG_BACKEND") or ("gemini" if key else "local")).strip().lower()
+    if backend not in BACKENDS:
+        raise BadInput(f"PIXELRAG_BACKEND={values['PIXELRAG_BACKEND']!r} is not a backend; use local or gemini.")
     base = Settings()
     return Settings(
         index_dir=Path(values.get("PIXELRAG_INDEX_DIR") or base.index_dir),
-        backend=values.get("PIXELRAG_BACKEND") or ("gemini" if key else "local"),
+        backend=backend,
         gemini_api_key=key,
         gemini_base_url=values.get("GOOGLE_GEMINI_BASE_URL") or None,
         embedding_model=values.get("PIXELRAG_EMBEDDING_MODEL") or base.embedding_model,
-        embedding_dim=num("PIXELRAG_EMBEDDING_DIM", base.embedding_dim),
+        embedding_dim=num("PIXELRAG_EMBEDDING_DIM", base.embedding_dim, 128, 3072),
         reader_model=values.get("PIXELRAG_READER_MODEL") or base.reader_model,
         context_model=values.get("PIXELRAG_CONTEXT_MODEL") or base.context_model,
-        render_dpi=num("PIXELRAG_RENDER_DPI", base.render_dpi),
-        jpeg_quality=num("PIXELRAG_JPEG_QUALITY", base.jpeg_quality),
-        max_pages=num("PIXELRAG_MAX_PAGES", base.max_pages),
-        embed_concurrency=num("PIXELRAG_EMBED_CONCURRENCY", base.embed_concurrency),
-        request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, float),
-        retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts),
-        allow_private_urls=values.get("PIXELRAG_ALLOW_PRIVATE_URLS", "").lower() in ("1", "true", "yes"),
+        render_dpi=num("PIXELRAG_RENDER_DPI", base.render_dpi, 50, 600),
+        jpeg_quality=num("PIXELRAG_JPEG_QUALITY", base.jpeg_quality, 30, 95),
+        max_pages=num("PIXELRAG_MAX_PAGES", base.max_pages, 1, 100_000),
+        embed_concurrency=num("PIXELRAG_EMBED_CONCURRENCY", base.embed_concurrency, 1, 64),
+        request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, 1, 3600, float),
+        answer_timeout_s=num("PIXELRAG_ANSWER_TIMEOUT", base.answer_timeout_s, 5, 3600, float),
+        retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts, 1, 20),
+        allow_private_urls=flag(values, "PIXELRAG_ALLOW_PRIVATE_URLS"),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
+
+
+def number(values: dict[str, str], name: str, default, lo, hi, cast=int):
+    """A numeric setting within [lo, hi]; unset or empty means `default`; anything else is BadInput."""
+    raw = (values.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = cast(raw)
+    except ValueError:
+        kind = "a whole number" if cast is int else "a number"
+        raise BadInput(f"{name}={raw!r} is not {kind}; use a value from {lo:g} to {hi:g} (default {default:g}).") from None
+    if not lo <= value <= hi:
+        raise BadInput(f"{name}={raw} is out of range; use a value from {lo:g} to {hi:g} (default {default:g}).")
+    return value
+
+
+def flag(values: dict[str, str], name: str) -> bool:
+    return (values.get(name) or "").strip().lower() in ("1", "true", "yes", "on")

@@ -7,6 +7,7 @@ both use.
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 from typing import Sequence
 
 from .backends import Resolution
@@ -24,6 +25,10 @@ QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does",
                   "was", "wie", "wo", "welche", "welcher", "welches", "wann", "warum", "ist", "sind", "kann",
                   "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "czy", "ile", "co", "the", "a", "an", "and"}
 NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
+ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen"}
+LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
+SAME_SHAPE = 0.85  # ATmega16U2 ~ ATmega328P (0.9); Abmessungen ~ Pre-Processor (0.75) is chance
+MAX_PHRASE_WORDS = 6  # "And the main ATmega328P?" is a phrase; longer follow-ups are questions
 # How "the width ___ UNO R3" is joined in each language; a follow-up is guessed German or Polish by
 # its function words, English otherwise.
 CONNECTORS = (
@@ -44,19 +49,75 @@ def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 1
     return list(reversed(kept))
 
 
-def subject_of(question: str) -> str:
-    """The longest run of name-like words (capitals or digits), e.g. 'BTT SKR Mini E3 V2.0'."""
-    best: list[str] = []
-    run: list[str] = []
-    for raw in question.split():
-        word = raw.strip("?,.;:!()\"'“”")
+def _bare(word: str) -> str:
+    return word.strip("?,.;:!()\"'“”")
+
+
+def subject_runs(question: str) -> list[tuple[int, int]]:
+    """Word spans [start, end) of runs of name-like words (capitals or digits)."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    words = question.split()
+    for i, raw in enumerate(words + [""]):
+        word = _bare(raw)
         if word and NAME_TOKEN.match(word) and word.lower() not in QUESTION_WORDS:
-            run.append(word)
-            if len(run) > len(best):
-                best = list(run)
+            start = i if start is None else start
         else:
-            run = []
-    return " ".join(best)
+            if start is not None:
+                runs.append((start, i))
+            start = None
+    return runs
+
+
+def subject_span(question: str) -> tuple[int, int] | None:
+    """The span of the question's subject: the run that looks most like a product name (has a
+    digit, like 'ATmega16U2' or 'Mk4P'), then the longest, then the first."""
+    words = question.split()
+    runs = subject_runs(question)
+    if not runs:
+        return None
+    return max(runs, key=lambda r: (any(c.isdigit() for w in words[r[0]:r[1]] for c in w), r[1] - r[0], -r[0]))
+
+
+def subject_of(question: str) -> str:
+    """The subject's words, e.g. 'BTT SKR Mini E3 V2.0'."""
+    span = subject_span(question)
+    return " ".join(_bare(w) for w in question.split()[span[0]:span[1]]) if span else ""
+
+
+def shape(text: str) -> str:
+    """Letters and digits by class: 'ATmega16U2' -> 'AAaaaa99A9'."""
+    return "".join("A" if c.isupper() else "a" if c.isalpha() else "9" if c.isdigit() else c for c in _bare(text))
+
+
+def is_phrase(text: str) -> bool:
+    """A short noun phrase with no question word: 'the main ATmega328P', 'der Pre-Processor'."""
+    words = [_bare(w).lower() for w in text.split() if _bare(w)]
+    return 0 < len(words) <= MAX_PHRASE_WORDS and not any(w in QUESTION_WORDS - ARTICLES for w in words)
+
+
+def carry_over(previous: str, phrase: str) -> str | None:
+    """The previous question asked about `phrase` instead of its own subject: 'How much SRAM does the
+    ATmega16U2 have?' + 'the main ATmega328P' -> 'How much SRAM does the main ATmega328P have?'."""
+    words = previous.split()
+    runs = subject_runs(previous)
+    own = subject_span(phrase)
+    if not runs or own is None:
+        return None
+    # The new subject stands in for a run shaped like it (D1 for U1, not UNO R3), else for the
+    # previous question's subject.
+    theirs = shape(" ".join(phrase.split()[own[0]:own[1]]))
+    likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0]:r[1]])), theirs).ratio() for r in runs}
+    best = max(runs, key=likeness.__getitem__)
+    start, end = best if likeness[best] >= SAME_SHAPE else subject_span(previous)
+    new = phrase.split()
+    if new and new[0].lower() in ARTICLES and start > 0 and words[start - 1].lower() in ARTICLES:
+        start -= 1  # "the ATmega16U2" gives way to "the main ATmega328P"
+    tail = {_bare(w).lower() for w in new[own[1]:]}
+    while end < len(words) and _bare(words[end]).lower() in tail:
+        end += 1  # "the 3-channel pre-processor" gives way to "the 5-channel pre-processor" as a whole
+    ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
+    return " ".join(words[:start] + [" ".join(new) + ending] + words[end:])
 
 
 def is_follow_up(question: str) -> bool:
@@ -80,6 +141,18 @@ class HeuristicResolver:
             return Resolution(question)
         if history and not opener and subject_of(question):
             return Resolution(question)  # names its own subject: a new question, not a follow-up
+        body = FOLLOW_UP_START.sub("", question).strip()
+        new_subject = subject_of(body) if history and not PRONOUN.search(body) else ""
+        if new_subject and is_phrase(body):
+            # A phrase naming a new subject takes over the previous question's ask ("And the main
+            # ATmega328P?" after "How much SRAM does the ATmega16U2 have?").
+            words = body.split()
+            if _bare(words[0]).lower() in LEADING_PREPOSITIONS and len(words) > 1:
+                body = " ".join(words[1:])
+            carried = carry_over(history[-1].interpreted or history[-1].question, body.rstrip("?!. "))
+            return Resolution(carried or body[0].upper() + body[1:])
+        if any(c.isdigit() for c in new_subject):
+            return Resolution(body[0].upper() + body[1:])  # a whole question about another model
         subject = next((s for ex in reversed(history) if (s := subject_of(ex.interpreted or ex.question))), "")
         if not subject:  # a pronoun with nothing to point at: ask rather than guess
             if PRONOUN.search(question):
@@ -87,7 +160,6 @@ class HeuristicResolver:
             return Resolution(question)
         if subject.lower() in question.lower():
             return Resolution(question)
-        body = FOLLOW_UP_START.sub("", question).strip()
         if PRONOUN.search(body):
             body = PRONOUN.sub(lambda m: subject + ("'s" if m.group(0).lower() in ("its", "their") else ""), body, count=1)
             return Resolution(body[0].upper() + body[1:])

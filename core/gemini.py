@@ -17,10 +17,12 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
+from . import deadline
 from .backends import Backend, Draft, DraftCitation, PageInput, ReaderPage, Resolution
 from .config import Settings
 from .context import trim_history
 from .errors import BadInput, RemoteError
+from .query_images import fit
 from .records import Box, Exchange, QueryImage
 
 T = TypeVar("T")
@@ -29,10 +31,17 @@ T = TypeVar("T")
 # on v1beta; the SDK's default is v1.
 API_VERSION = "v1beta"
 
-# gemini-embedding-2 takes task prefixes in the text instead of task_type. Check against the
-# live API before changing: every stored index depends on them.
-PAGE_TEXT = "{title}, page {page}"
+# gemini-embedding-2 takes the task in the text instead of task_type, in its documented formats.
+# Every stored index depends on the page format: an index records DOCUMENT_FORMAT, and a change
+# here must change that name so old indexes are refused instead of mixed with new vectors.
+DOCUMENT_TEXT = "title: {title} | text: {text}"
+DOCUMENT_FORMAT = "title-text-v1"
 QUERY_TEXT = "task: search result | query: {text}"
+PAGE_TEXT_CHARS = 6000  # the page's text layer sent with its image; the model reads 8,192 tokens
+# Gemini 3: leave temperature at its default (low values can loop) and choose how much it thinks.
+READER_THINKING = types.ThinkingLevel.LOW
+CONTEXT_THINKING = types.ThinkingLevel.MINIMAL
+MAX_RETRY_DELAY_S = 30.0  # a longer RetryInfo delay is not worth a chat user's wait
 
 MAX_BATCH_BODY_BYTES = int(3.5 * 1024 * 1024)  # base64 image bytes per request; the API caps bodies at 4 MiB
 MAX_READER_PAGES = 4
@@ -116,33 +125,64 @@ class GeminiCalls:
         self.models = self.client.aio.models
         # every call (embedding, reading, context) shares one cap on requests in flight
         self.slots = asyncio.Semaphore(max(1, settings.embed_concurrency))
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the backoff's clock (tests record it)
 
     async def aclose(self) -> None:
         await self.client.aio.aclose()
 
     async def call(self, what: str, make: Callable[[], Awaitable[T]]) -> T:
-        """Run `make()` with a timeout; retry 408/429/5xx, timeouts and dropped connections."""
+        """Run `make()` with a timeout; retry 408/429/5xx, timeouts and dropped connections with
+        backoff (at least the delay a 429's RetryInfo asks for), within the question's budget."""
         s = self.settings
         attempts = max(1, s.retry_attempts)
         delay = s.retry_initial_delay_s
         for attempt in range(1, attempts + 1):
+            timeout = s.request_timeout_s
+            left = deadline.remaining()
+            if left is not None:
+                if left <= 0:
+                    raise RemoteError(f"Gemini did not finish {what} within the {deadline.allowed():g} s "
+                                      "allowed for a question. Try again in a few minutes.")
+                timeout = min(timeout, left)
+            wait = delay * (1 + random.uniform(0, 0.1))
             try:
                 async with self.slots:
-                    return await asyncio.wait_for(make(), s.request_timeout_s)
+                    return await asyncio.wait_for(make(), timeout)
             except errors.APIError as e:
                 if e.code not in RETRY_STATUS:
                     raise RemoteError(f"Gemini refused the {what} request ({e.code} {e.status}): {e.message}") from e
                 failure = f"answering {e.code} ({STATUS_WORDS[e.code]})"
+                asked = retry_delay(e)
+                if asked is not None:
+                    wait = max(wait, min(asked, MAX_RETRY_DELAY_S))
             except TimeoutError:  # before OSError: TimeoutError is one
-                failure = f"not answering within {s.request_timeout_s:g} s"
+                failure = f"not answering within {timeout:g} s"
             except (aiohttp.ClientConnectorError, ConnectionRefusedError) as e:
                 failure = f"being unreachable ({type(e).__name__})"
             except (aiohttp.ClientError, ConnectionError) as e:
                 failure = f"dropping the connection ({type(e).__name__})"
-            if attempt < attempts:
-                await asyncio.sleep(delay * (1 + random.uniform(0, 0.1)))
+            left = deadline.remaining()
+            if attempt < attempts and (left is None or wait < left):
+                await self.sleep(wait)
                 delay *= 2
+            elif attempt < attempts:
+                raise RemoteError(f"Gemini kept {failure} during {what}; no time was left for another attempt "
+                                  f"within the {deadline.allowed():g} s allowed for a question. "
+                                  "Try again in a few minutes.")
         raise RemoteError(f"Gemini kept {failure} during {what} after {attempts} attempts. Try again in a few minutes.")
+
+
+def retry_delay(error: errors.APIError) -> float | None:
+    """Seconds from the google.rpc.RetryInfo of an error ("retryDelay": "17s"), if it has one."""
+    details = error.details if isinstance(error.details, dict) else {}
+    for item in (details.get("error") or details).get("details") or []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            value = str(item.get("retryDelay", "")).strip()
+            try:
+                return max(0.0, float(value.removesuffix("s")))
+            except ValueError:
+                return None
+    return None
 
 
 def unit_rows(values: Sequence[Sequence[float]], dim: int, what: str) -> np.ndarray:
@@ -171,8 +211,26 @@ def batches(pages: Sequence[PageInput], max_pages: int, max_bytes: int = MAX_BAT
     return groups
 
 
+def page_image(jpeg: bytes, budget: int = MAX_BATCH_BODY_BYTES * 3 // 4) -> bytes:
+    """The page JPEG, re-encoded smaller only when it alone would not fit one request."""
+    if len(jpeg) <= budget:
+        return jpeg
+    import io
+
+    from PIL import Image
+
+    data, _ = fit(Image.open(io.BytesIO(jpeg)), jpeg, budget)
+    return data
+
+
+def document_text(page: PageInput) -> str:
+    text = " ".join(page.page.text.split())[:PAGE_TEXT_CHARS]
+    return DOCUMENT_TEXT.format(title=page.title.strip() or "none", text=text or "none")
+
+
 class GeminiEmbedder:
     name = "gemini"
+    document_format = DOCUMENT_FORMAT
 
     def __init__(self, calls: GeminiCalls):
         self.calls = calls
@@ -195,8 +253,8 @@ class GeminiEmbedder:
         async def run(group: list[int]) -> None:
             contents = [
                 types.Content(parts=[
-                    types.Part.from_bytes(data=pages[i].jpeg, mime_type="image/jpeg"),
-                    types.Part.from_text(text=PAGE_TEXT.format(title=pages[i].title, page=pages[i].page.page)),
+                    types.Part.from_bytes(data=page_image(pages[i].jpeg), mime_type="image/jpeg"),
+                    types.Part.from_text(text=document_text(pages[i])),
                 ])
                 for i in group
             ]
@@ -277,7 +335,7 @@ class GeminiReader:
         parts.append(types.Part.from_text(text=f"Question: {question}"))
         config = types.GenerateContentConfig(
             system_instruction=READER_INSTRUCTION,
-            temperature=0,
+            thinking_config=types.ThinkingConfig(thinking_level=READER_THINKING),
             response_mime_type="application/json",
             response_json_schema=reader_schema(list(refs) or ["P1"]),
         )
@@ -336,7 +394,7 @@ class GeminiContextResolver:
         prompt = f"Earlier conversation:\n{earlier}\n\nLatest question: {question}"
         config = types.GenerateContentConfig(
             system_instruction=CONTEXT_INSTRUCTION,
-            temperature=0,
+            thinking_config=types.ThinkingConfig(thinking_level=CONTEXT_THINKING),
             response_mime_type="application/json",
             response_json_schema=CONTEXT_SCHEMA,
         )

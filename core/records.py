@@ -156,7 +156,8 @@ class IndexReport:
     pages_embedded: int  # pages whose vectors were computed in this build
     pages_reused: int  # pages whose vectors came from the previous snapshot
     snapshot: str
-    skipped: tuple[str, ...] = ()  # messages about inputs that were refused
+    skipped: tuple[str, ...] = ()  # messages about inputs that were refused (failures)
+    unchanged: tuple[Document, ...] = ()  # asked for, already indexed as they are: nothing to do
 
 
 @dataclass(frozen=True)

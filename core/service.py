@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import citations as cites
+from . import deadline
 from .backends import Backend, DraftCitation, PageInput, ReaderPage, make_backend
 from .config import Settings
 from .documents import Source, document_title, open_pdf, read_source, render_page
@@ -222,16 +223,16 @@ class Service:
         reuse_pages = {p.content_hash: p for p in previous.pages} if previous else {}
 
         built: list[_Pending] = []
+        unchanged: list[Document] = []
         embedded = reused = 0
         seen: set[str] = set()
         for source, title in loaded:
-            if source.sha256 in seen:
-                refused.append(f"{source.name}: given twice; indexed once.")
+            if source.sha256 in seen:  # the same file given twice is indexed once
                 continue
             seen.add(source.sha256)
             same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == scope), None)
             if same and not refresh:
-                refused.append(f"{source.name}: already indexed as “{same.title}”; nothing to do.")
+                unchanged.append(same)  # up to date: nothing to do, and not a failure
                 continue
             try:
                 pending, n_new, n_old = await self._build_document(source, title, scope, reuse_rows, reuse_pages, progress)
@@ -245,7 +246,9 @@ class Service:
                          and not (d.scope == scope and d.sha256 == source.sha256)]
             built.append(pending)
         if not built:
-            raise BadInput("\n".join(refused))
+            if refused:
+                raise BadInput("\n".join(refused))
+            return IndexReport((), len(previous.pages), 0, 0, previous.name, unchanged=tuple(unchanged))
 
         kept = list(documents)
         pages, vectors = [], []
@@ -263,7 +266,8 @@ class Service:
         self.store.publish(name)
         await self.load()  # the first question after indexing should not wait for it
         progress(Progress("publish", 1, 1))
-        return IndexReport(tuple(b.document for b in built), len(pages), embedded, reused, name, tuple(refused))
+        return IndexReport(tuple(b.document for b in built), len(pages), embedded, reused, name, tuple(refused),
+                           tuple(unchanged))
 
     async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
                               reuse_pages: dict, progress: ProgressFn) -> tuple[_Pending, int, int]:
@@ -339,6 +343,11 @@ class Service:
 
     # --- answering ----------------------------------------------------------------------------
     async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
+        # One budget for the whole question: retries of one call cannot add up past it.
+        with deadline.budget(self.settings.answer_timeout_s):
+            return await self._answer(turn, out_dir, retrieve_only)
+
+    async def _answer(self, turn: Turn, out_dir: Path | None, retrieve_only: bool) -> Answer:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 

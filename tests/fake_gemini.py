@@ -20,8 +20,16 @@ model's text, a dict as JSON text, a `Raw` as the whole response body), then `ha
 then a default that follows the request's response schema: a context-resolver answer
 (standalone_question = the latest question) or a reader answer citing P1 with its label as quote.
 
+It refuses what the API refuses, with the API's 400 INVALID_ARGUMENT: request bodies over 4 MiB
+(embeddings) or 20 MB (generation), more than 100 requests per batchEmbedContents, a request
+whose model is not the one in the URL, more than 6 images per embedding content, images other than
+PNG/JPEG in embeddings, inline data whose bytes do not match its MIME type, an
+outputDimensionality outside 128-3072, embedding text over 8,192 tokens, and thinking_budget or
+an unknown thinking level on Gemini 3 models. A 429 carries google.rpc.RetryInfo with
+`retry_delay` (a Duration string such as "2s").
+
 Knobs: `latency` (seconds per request), `script(endpoint, 429, 500, Hang(5))` (one step per
-request, then normal service), `fail_always` (a status for every request), and the records
+request, then normal service), `fail_always` (a status for every request), `retry_delay`, and the records
 `requests` (Counter per endpoint), `embed_sizes` (contents per embed request), `bodies` (every
 received request), `max_in_flight`.
 """
@@ -48,7 +56,18 @@ API_KEY = "fake-test-key"
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE",
                 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-TASK_PREFIX = re.compile(r"^\s*(task:[^|]*\|\s*query:|title:[^|]*\|\s*text:)", re.IGNORECASE)
+# The labels of the two documented text formats; only the labels are dropped before hashing, the
+# title and text words stay.
+TASK_PREFIX = re.compile(r"^\s*task:[^|]*\|\s*query:|^\s*title:|\|\s*text:", re.IGNORECASE)
+MAX_EMBED_BODY = 4 * 1024 * 1024
+MAX_GENERATE_BODY = 20 * 1024 * 1024
+MAX_BATCH = 100
+MAX_IMAGES_PER_CONTENT = 6
+MAX_EMBED_TOKENS = 8192
+EMBED_MIME = {"image/png", "image/jpeg"}
+MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",),
+         "application/pdf": (b"%PDF-",)}
+THINKING_LEVELS = {"MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"}
 
 
 @dataclass(frozen=True)
@@ -125,9 +144,81 @@ def embed_content(content: dict, dim: int, describe_image: Callable[[bytes], str
     return hashed_vector(tokens, dim)
 
 
-def error_response(code: int, message: str) -> web.Response:
+def error_response(code: int, message: str, retry_delay: str | None = None) -> web.Response:
     status = STATUS_NAMES.get(code, "UNKNOWN")
-    return web.json_response({"error": {"code": code, "status": status, "message": message}}, status=code)
+    error = {"code": code, "status": status, "message": message}
+    if code == 429 and retry_delay:
+        error["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "requests"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay},
+        ]
+    return web.json_response({"error": error}, status=code)
+
+
+def invalid(message: str) -> web.Response:
+    return error_response(400, message)
+
+
+def tokens(text: str) -> int:
+    """A generous token estimate (the real tokenizer gives fewer for plain prose)."""
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def blob_problem(blob: dict, allowed: set[str] | None) -> str | None:
+    """Why the API would refuse one inline_data part, or None."""
+    mime = pick(blob, "mime_type", "mimeType", default="")
+    if allowed is not None and mime not in allowed:
+        return f"Unsupported MIME type: {mime}"
+    try:
+        data = decode_b64(blob.get("data") or "")
+    except ValueError:
+        return "Invalid value at 'inline_data.data': not base64"
+    magic = MAGIC.get(mime)
+    if magic is None or not data.startswith(magic):
+        return f"Unable to process input image: the data is not {mime or 'of the declared type'}."
+    return None
+
+
+def embed_problem(body: dict, model: str) -> str | None:
+    requests = body.get("requests")
+    if not isinstance(requests, list) or not requests:
+        return "* BatchEmbedContentsRequest.requests: requests must not be empty"
+    if len(requests) > MAX_BATCH:
+        return f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} requests can be in one batch"
+    for req in requests:
+        if req.get("model") not in (f"models/{model}", model):
+            return f"Model in request ({req.get('model')}) does not match the model in the URL ({model})."
+        dim = pick(req, "outputDimensionality", "output_dimensionality")
+        if dim is not None and not 128 <= int(dim) <= 3072:
+            return f"outputDimensionality must be between 128 and 3072, got {dim}."
+        parts = (req.get("content") or {}).get("parts") or []
+        blobs = [pick(part, "inline_data", "inlineData") for part in parts if pick(part, "inline_data", "inlineData")]
+        if len(blobs) > MAX_IMAGES_PER_CONTENT:
+            return f"At most {MAX_IMAGES_PER_CONTENT} images are supported per content, got {len(blobs)}."
+        for blob in blobs:
+            if problem := blob_problem(blob, EMBED_MIME):
+                return problem
+        text = " ".join(part.get("text", "") for part in parts)
+        if tokens(text) > MAX_EMBED_TOKENS:
+            return f"The input token count ({tokens(text)}) exceeds the maximum number of tokens allowed ({MAX_EMBED_TOKENS})."
+    return None
+
+
+def generate_problem(body: dict, model: str) -> str | None:
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or []:
+            blob = pick(part, "inline_data", "inlineData")
+            if blob and (problem := blob_problem(blob, None)):
+                return problem
+    config = pick(body, "generationConfig", "generation_config", default={}) or {}
+    thinking = pick(config, "thinkingConfig", "thinking_config", default={}) or {}
+    if model.startswith("gemini-3"):
+        if pick(thinking, "thinkingBudget", "thinking_budget") is not None:
+            return "thinking_budget is not supported by this model; use thinking_level."
+        level = pick(thinking, "thinkingLevel", "thinking_level")
+        if level is not None and str(level).upper() not in THINKING_LEVELS:
+            return f"Invalid thinking level {level}."
+    return None
 
 
 def model_response(text: str) -> dict:
@@ -157,6 +248,7 @@ class FakeGemini:
     def __init__(self, *, latency: float = 0.0):
         self.latency = latency
         self.fail_always: int | None = None
+        self.retry_delay = "0.05s"  # the RetryInfo of 429 answers
         self.steps: dict[str, deque] = {EMBED: deque(), GENERATE: deque()}
         self.replies: deque[str | dict | Raw] = deque()
         self.handler: Callable[[dict], str | dict | Raw] | None = None
@@ -164,6 +256,7 @@ class FakeGemini:
         self.requests: Counter[str] = Counter()
         self.embed_sizes: list[int] = []
         self.bodies: list[Received] = []
+        self.refused: list[str] = []  # endpoints of requests refused with 400 for breaking the API's rules
         self.in_flight = 0
         self.max_in_flight = 0
         self.url = ""
@@ -216,7 +309,16 @@ class FakeGemini:
             return error_response(404, f"Unknown method {request.path}")
         if request.headers.get("x-goog-api-key") != API_KEY:
             return error_response(401, "API key not valid. Please pass a valid API key.")
-        body = await request.json()
+        raw = await request.read()
+        limit = MAX_EMBED_BODY if endpoint == EMBED else MAX_GENERATE_BODY
+        if len(raw) > limit:
+            self.refused.append(endpoint)
+            return invalid(f"Request payload size exceeds the limit: {limit} bytes.")
+        body = json.loads(raw)
+        problem = embed_problem(body, model) if endpoint == EMBED else generate_problem(body, model)
+        if problem:
+            self.refused.append(endpoint)
+            return invalid(problem)
         self.requests[endpoint] += 1
         self.bodies.append(Received(endpoint, model, version, body))
         self.in_flight += 1
@@ -226,9 +328,9 @@ class FakeGemini:
             if isinstance(step, Hang):
                 await self._sleep(step.seconds)
             elif step is not None:
-                return error_response(step, f"Scripted failure {step}.")
+                return error_response(step, f"Scripted failure {step}.", self.retry_delay)
             if self.fail_always is not None:
-                return error_response(self.fail_always, f"Persistent failure {self.fail_always}.")
+                return error_response(self.fail_always, f"Persistent failure {self.fail_always}.", self.retry_delay)
             if self.latency:
                 await self._sleep(self.latency)
             return self._embed(body) if endpoint == EMBED else self._generate(body)

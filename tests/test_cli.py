@@ -60,3 +60,31 @@ def test_errors_are_one_clear_line_and_exit_2(env, capsys):
     assert code == 2 and "Ask a question" in err
     code, _, err = run(capsys, "ask", "x", "--image", str(env / "missing.png"))
     assert code == 2 and "no such image file" in err
+
+
+def test_a_nightly_rerun_with_nothing_to_do_succeeds(env, capsys):
+    # Before: `pixelrag index docs/*.pdf` over unchanged PDFs exited 2 ("already indexed").
+    a = text_pdf(env / "relay.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
+    b = text_pdf(env / "pump.pdf", ["Pump P9.\nWeight: 2.6 kg"])
+    assert run(capsys, "index", str(a), str(b))[0] == 0
+    code, out, err = run(capsys, "index", str(a), str(b))
+    assert code == 0 and "up to date: relay.pdf" in out and "up to date: pump.pdf" in out and not err
+    # Partly refused: the rest is indexed, and the exit code says something failed.
+    (env / "notes.pdf").write_text("not a pdf")
+    c = text_pdf(env / "valve.pdf", ["Valve V3.\nPressure: 16 bar"])
+    code, out, _ = run(capsys, "index", str(a), str(c), str(env / "notes.pdf"))
+    assert code == 1 and "indexed: valve.pdf" in out and "up to date: relay.pdf" in out
+    assert "skipped: notes.pdf: not a PDF" in out
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("PIXELRAG_EMBEDDING_DIM", "64", "PIXELRAG_EMBEDDING_DIM=64 is out of range; use a value from 128 to 3072"),
+    ("PIXELRAG_EMBEDDING_DIM", "big", "PIXELRAG_EMBEDDING_DIM='big' is not a whole number"),
+    ("PIXELRAG_REQUEST_TIMEOUT", "soon", "PIXELRAG_REQUEST_TIMEOUT='soon' is not a number"),
+    ("PIXELRAG_RENDER_DPI", "0", "PIXELRAG_RENDER_DPI=0 is out of range"),
+    ("PIXELRAG_BACKEND", "openai", "PIXELRAG_BACKEND='openai' is not a backend"),
+])
+def test_a_bad_setting_is_one_clear_line(env, capsys, monkeypatch, name, value, message):
+    monkeypatch.setenv(name, value)
+    code, _, err = run(capsys, "status")
+    assert code == 2 and err.startswith(f"pixelrag: {message}") and "Traceback" not in err

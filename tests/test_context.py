@@ -22,3 +22,25 @@ async def test_follow_up_gets_the_subject_in_its_own_language():
 async def test_a_question_naming_its_own_subject_is_left_alone():
     assert await resolve("What is the size of the HF-300?", "How long is the Arduino UNO R3?") == \
         "What is the size of the HF-300?"
+
+
+async def test_a_follow_up_naming_a_new_subject_carries_the_previous_ask_over():
+    # Before: "The main ATmega328P of ATmega16U2 USB-bridge?"
+    assert (await resolve("And the main ATmega328P?", "How much SRAM does the ATmega16U2 have?")
+            == "How much SRAM does the main ATmega328P have?")
+    assert (await resolve("And the 5-channel pre-processor?", "How big is the 3-channel pre-processor?")
+            == "How big is the 5-channel pre-processor?")
+    assert (await resolve("Und der Pre-Processor?", "Welche Abmessungen hat der Mk4P Light Controller?")
+            == "Welche Abmessungen hat der Pre-Processor?")
+    # the new subject takes the place of the one shaped like it, not of the product
+    assert (await resolve("And D1?", "What part is fitted as U1 on the UNO R3?")
+            == "What part is fitted as D1 on the UNO R3?")
+    assert await resolve("What about the UNO R4?", "What is the width of the UNO R3?") == "What is the width of the UNO R4?"
+
+
+async def test_a_whole_follow_up_question_about_another_model_stands_alone():
+    assert (await resolve("And what is the weight of the ATmega328P?", "How much SRAM does the ATmega16U2 have?")
+            == "What is the weight of the ATmega328P?")
+    # a part of the same product (no model number) still gets the product
+    assert (await resolve("And what is the maximum from the USB connector?", "What is the input range of the UNO R3?")
+            == "What is the maximum from the USB connector of UNO R3?")

@@ -894,6 +894,6 @@ async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn)
                        attachments=[shot, pdf])
     await h.on_message(msg)
     text = all_text(msg.create_thread.return_value.send)
-    assert "huge.png: 31.5 MB is over the 5.2 MB limit for screenshots" in text
-    assert "huge.pdf: 314.6 MB is over the 209.7 MB limit" in text
+    assert "huge.png: 31.5 MB is over the 5 MB limit for screenshots" in text
+    assert "huge.pdf: 314.6 MB is over the 200 MB limit" in text
     assert not cdn.downloads and not service.indexed

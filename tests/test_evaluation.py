@@ -229,7 +229,7 @@ async def test_eval_runs_the_gemini_backend_against_the_fake_api(corpus, tmp_pat
 
     questions = load_questions(write_questions(tmp_path / "q.jsonl"))
     async with FakeGemini() as fake:
-        settings = fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=64, retry_initial_delay_s=0.01)
+        settings = fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=128, retry_initial_delay_s=0.01)
         report = await evaluate(questions, corpus, settings, k=4, variants=("crop",))
         assert fake.requests[EMBED] >= 2 and fake.requests[GENERATE] >= 5  # pages, queries, reader calls
         queries = [json.dumps(b.body) for b in fake.bodies if b.endpoint == EMBED and "query:" in json.dumps(b.body)]

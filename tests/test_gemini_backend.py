@@ -2,19 +2,28 @@
 from __future__ import annotations
 
 import base64
+import io
 import math
 
 import numpy as np
 import pytest
 from aiohttp import web
+from PIL import Image
 
 from core.backends import PageInput, ReaderPage
 from core.errors import BadInput, RemoteError
 from core.gemini import UNKNOWN_DOC, batches, box_from_2d, gemini_backend, history_text
-from core.records import Exchange, Hit, Page, QueryImage
-from tests.fake_gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, embed_content
+from core.records import Exchange, Hit, Page, QueryImage, Word
+from tests.fake_gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
 
-DIM = 64
+DIM = 128  # the smallest outputDimensionality the API accepts
+
+
+def image_bytes(tag: int, fmt: str = "JPEG", size: int = 0) -> bytes:
+    """A real, distinct image (the fake checks bytes against their MIME type), padded to `size`."""
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 24), (tag * 37 % 256, tag * 91 % 256, 120)).save(buf, fmt)
+    return buf.getvalue().ljust(size, b"\0")  # bytes after the image's end are ignored by decoders
 
 
 @pytest.fixture
@@ -45,22 +54,24 @@ def backend(make_backend):
 
 
 def pages(n: int, title: str = "Pump manual", size: int = 0) -> list[PageInput]:
+    box = (0.1, 0.1, 0.2, 0.12)
     return [
-        PageInput(Page("doc1", i, f"hash{i}", 595, 842), (b"jpeg-%d-" % i).ljust(size, b"x"), title)
+        PageInput(Page("doc1", i, f"hash{i}", 595, 842, (Word("section", box, 0), Word(f"s{i}x", box, 0))),
+                  image_bytes(i, size=size), title)
         for i in range(1, n + 1)
     ]
 
 
 def reader_pages(n: int) -> list[ReaderPage]:
     return [
-        ReaderPage(Hit(f"doc{i}", f"Manual {i}", i + 10, 0.5, f"/tmp/p{i}.jpg"), Page(f"doc{i}", i + 10, "h", 595, 842), b"img%d" % i)
+        ReaderPage(Hit(f"doc{i}", f"Manual {i}", i + 10, 0.5, f"/tmp/p{i}.jpg"), Page(f"doc{i}", i + 10, "h", 595, 842), image_bytes(i))
         for i in range(1, n + 1)
     ]
 
 
 def page_content(p: PageInput) -> dict:
     return {"parts": [{"inlineData": {"data": base64.b64encode(p.jpeg).decode(), "mimeType": "image/jpeg"}},
-                      {"text": f"{p.title}, page {p.page.page}"}]}
+                      {"text": f"title: {p.title} | text: {p.page.text}"}]}
 
 
 # -- embeddings ---------------------------------------------------------------------------------
@@ -86,7 +97,7 @@ async def test_query_text_or_page_image_retrieves_that_page(backend):
     inputs = pages(8)
     matrix = np.vstack(await backend.embedder.embed_pages(inputs, lambda n: None))
 
-    by_words = await backend.embedder.embed_query("pump manual page 7", [])
+    by_words = await backend.embedder.embed_query("pump manual section s7x", [])
     assert by_words.shape == (DIM,)
     assert np.linalg.norm(by_words) == pytest.approx(1.0, abs=1e-5)
     assert int(np.argmax(matrix @ by_words)) == 6
@@ -96,11 +107,12 @@ async def test_query_text_or_page_image_retrieves_that_page(backend):
 
 
 async def test_query_is_one_content_with_task_prefix_and_images(fake, backend):
-    await backend.embedder.embed_query("max pressure", [QueryImage(b"png", "image/png")])
+    png = image_bytes(1, "PNG")
+    await backend.embedder.embed_query("max pressure", [QueryImage(png, "image/png")])
     (request,) = fake.bodies[-1].body["requests"]
     parts = request["content"]["parts"]
     assert parts[0]["text"] == "task: search result | query: max pressure"
-    assert len(parts) == 2 and base64.b64decode(parts[1]["inline_data"]["data"]) == b"png"
+    assert len(parts) == 2 and base64.b64decode(parts[1]["inline_data"]["data"]) == png
     with pytest.raises(BadInput):
         await backend.embedder.embed_query("  ", [])
 
@@ -208,18 +220,21 @@ async def test_reader_parses_json_into_a_draft_with_boxes(fake, backend):
 
 
 async def test_reader_request_labels_at_most_four_pages_and_adds_screenshots(fake, backend):
-    await backend.reader.read("What is this part?", reader_pages(6), [QueryImage(b"shot", "image/png", "s.png")])
+    shot = image_bytes(9, "PNG")
+    await backend.reader.read("What is this part?", reader_pages(6), [QueryImage(shot, "image/png", "s.png")])
     (body,) = fake.generate_bodies()
     assert fake.bodies[-1].model == backend.embedder.calls.settings.reader_model
     parts = body["contents"][0]["parts"]
     labels = [p["text"] for p in parts if p.get("text", "").startswith("Page P")]
     assert labels == [f"Page P{i}: Manual {i}, page {i + 10}" for i in range(1, 5)]
-    images = [base64.b64decode(p["inlineData"]["data"]) for p in parts if "inlineData" in p]
-    assert images == [b"img1", b"img2", b"img3", b"img4", b"shot"]
+    images = [decode_b64(p["inlineData"]["data"]) for p in parts if "inlineData" in p]
+    assert images == [image_bytes(i) for i in range(1, 5)] + [shot]
     assert parts[0]["text"].startswith("Page P1") and "inlineData" in parts[1]  # label before its image
     assert parts[-1]["text"] == "Question: What is this part?"
     config = body["generationConfig"]
-    assert config["temperature"] == 0 and config["responseMimeType"] == "application/json"
+    # Gemini 3: temperature left at its default, a low thinking level instead
+    assert "temperature" not in config and pick(config["thinkingConfig"], "thinkingLevel", "thinking_level") == "LOW"
+    assert config["responseMimeType"] == "application/json"
     assert config["responseJsonSchema"]["properties"]["citations"]["items"]["properties"]["page_ref"]["enum"] == [
         "P1", "P2", "P3", "P4"]
     assert "never guess" in body["systemInstruction"]["parts"][0]["text"].lower()
@@ -275,7 +290,9 @@ async def test_history_gives_one_call_and_a_standalone_question(fake, backend):
     assert resolution.question == "What is the width of the X200?" and resolution.clarify is None
     assert fake.requests[GENERATE] == 1
     assert fake.bodies[-1].model == backend.embedder.calls.settings.context_model
-    assert fake.generate_bodies()[0]["generationConfig"]["temperature"] == 0
+    config = fake.generate_bodies()[0]["generationConfig"]
+    assert "temperature" not in config
+    assert pick(config["thinkingConfig"], "thinkingLevel", "thinking_level") == "MINIMAL"
 
 
 async def test_ambiguous_reference_asks_back(fake, backend):
@@ -319,3 +336,77 @@ def test_missing_key_is_refused():
 
     with pytest.raises(BadInput, match="GEMINI_API_KEY"):
         gemini_backend(Settings(backend="gemini"))
+
+
+# -- what the strict fake revealed ----------------------------------------------------------------
+
+async def test_rate_limits_wait_as_long_as_retry_info_asks_capped(fake, make_backend):
+    b = make_backend(retry_attempts=3)
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    b.embedder.calls.sleep = record
+    fake.retry_delay = "0.4s"
+    fake.script(EMBED, 429)
+    await b.embedder.embed_query("warranty", [])
+    fake.retry_delay = "120s"  # a server asking for two minutes is not waited for in a chat
+    fake.script(EMBED, 429)
+    await b.embedder.embed_query("warranty", [])
+    fake.script(EMBED, 503)  # no RetryInfo: the backoff's own delay
+    await b.embedder.embed_query("warranty", [])
+    assert waits[0] >= 0.4 and waits[1] == pytest.approx(30.0) and waits[2] < 0.1
+
+
+async def test_one_question_has_one_deadline(fake, make_backend):
+    from core import deadline
+
+    b = make_backend(retry_attempts=5, request_timeout_s=5)
+    fake.script(GENERATE, *[Hang(10)] * 5)
+    with deadline.budget(0.5):
+        with pytest.raises(RemoteError, match="no time was left for another attempt within the 0.5 s allowed"):
+            await b.reader.read("q", reader_pages(1), [])
+    assert fake.requests[GENERATE] == 1  # not five timeouts in a row
+
+
+async def test_a_page_too_large_for_one_request_is_shrunk_not_refused(fake, backend):
+    huge = pages(1, size=5 * 1024 * 1024)  # over 4 MiB once base64-encoded
+    [vector] = await backend.embedder.embed_pages(huge, lambda n: None)
+    assert vector.shape == (1, DIM) and not fake.refused
+
+
+async def test_the_fake_refuses_what_the_api_refuses(fake, make_backend):
+    from google.genai import types
+
+    client = make_backend().embedder.calls.client.aio.models
+
+    def content(*parts):
+        return types.Content(parts=list(parts))
+
+    png = types.Part.from_bytes(data=image_bytes(1, "PNG"), mime_type="image/png")
+    cases = {
+        "At most 6 images": [content(*[png] * 7)],
+        "Unsupported MIME type: image/webp": [content(types.Part.from_bytes(data=image_bytes(1, "WEBP"),
+                                                                            mime_type="image/webp"))],
+        "not image/png": [content(types.Part.from_bytes(data=image_bytes(1, "JPEG"), mime_type="image/png"))],
+        "at most 100 requests": [content(types.Part.from_text(text="x"))] * 101,
+        "payload size exceeds the limit: 4194304": [content(types.Part.from_text(text="x" * (5 << 20)))],
+    }
+    from google.genai import errors
+
+    for message, contents in cases.items():
+        with pytest.raises(errors.ClientError, match=message):
+            await client.embed_content(model="gemini-embedding-2", contents=contents,
+                                       config=types.EmbedContentConfig(output_dimensionality=DIM))
+    with pytest.raises(errors.ClientError, match="between 128 and 3072"):
+        await client.embed_content(model="gemini-embedding-2", contents=[content(png)],
+                                   config=types.EmbedContentConfig(output_dimensionality=64))
+    with pytest.raises(errors.ClientError, match="thinking_budget is not supported"):
+        await client.generate_content(model="gemini-3.5-flash", contents="hi", config=types.GenerateContentConfig(
+            thinking_config=types.ThinkingConfig(thinking_budget=128)))
+    fake.fail_always = 429
+    with pytest.raises(errors.ClientError) as info:
+        await client.embed_content(model="gemini-embedding-2", contents=[content(png)],
+                                   config=types.EmbedContentConfig(output_dimensionality=DIM))
+    assert info.value.code == 429 and "RetryInfo" in str(info.value.details)

@@ -30,7 +30,7 @@ async def fake():
 
 
 def gemini_settings(fake: FakeGemini, tmp_path: Path, **changes) -> Settings:
-    return fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=64, retry_initial_delay_s=0.01,
+    return fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=128, retry_initial_delay_s=0.01,
                          request_timeout_s=2.0, **changes)
 
 
@@ -54,7 +54,7 @@ async def test_index_then_ask_end_to_end(fake, brochure, tmp_path):
     fake.handler = reader_reply(
         "page 3", "Mounting hole spacing 148 mm", box=[560, 230, 600, 520],
         extra=[{"page_ref": "P9", "quote": "invented"}, {"page_ref": "P1", "quote": "Figure 3: installation drawing"}])
-    answer = await service.answer(Turn(f"{TITLE}, page 3"), tmp_path / "out")
+    answer = await service.answer(Turn("dimensions installation drawing in millimetres"), tmp_path / "out")
     assert answer.backend == "gemini" and answer.hits[0].page == 3 and len(answer.hits) == 4
     assert fake.requests[GENERATE] == 1  # no history: no context call, one reader call
     reader_body = json.dumps(fake.generate_bodies()[-1])
@@ -109,7 +109,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         active = IndexStore(settings.index_dir).active_name()
         big = text_pdf(tmp_path / "big.pdf", [f"Page {i} of a long manual." for i in range(40)])
         env = {**os.environ, "GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url,
-               "PIXELRAG_EMBEDDING_DIM": "64", "PIXELRAG_EMBED_CONCURRENCY": "1", "PYTHONPATH": str(ROOT)}
+               "PIXELRAG_EMBEDDING_DIM": "128", "PIXELRAG_EMBED_CONCURRENCY": "1", "PYTHONPATH": str(ROOT)}
         env.pop("GOOGLE_API_KEY", None)
         before = fake.requests[EMBED]
         proc = await asyncio.create_subprocess_exec(
@@ -126,7 +126,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         assert store.active_name() == active
         service = Service(settings)
         assert [d.file_name for d in service.documents("shared")] == ["hf300-brochure.pdf"]
-        answer = await service.answer(Turn(f"{TITLE}, page 2"), retrieve_only=True)
+        answer = await service.answer(Turn("technical specifications: rated power, supply voltage"), retrieve_only=True)
         assert answer.hits[0].page == 2
         fake.latency = 0
         report = await service.index([str(big)])  # the next build completes and cleans up the debris
@@ -163,7 +163,7 @@ async def test_opening_a_damaged_index_says_what_is_wrong(fake, brochure, tmp_pa
     image.write_bytes(saved)
     vectors = settings.index_dir / "snapshots" / snap.name / "vectors.npy"
     np.save(vectors, np.zeros((4, 32), np.float32))
-    with pytest.raises(IndexProblem, match=r"expected \(\*, 64\)"):
+    with pytest.raises(IndexProblem, match=r"expected \(\*, 128\)"):
         store.open()
 
 
@@ -172,7 +172,7 @@ async def test_gemini_citations_are_located_on_a_real_pdf(fake, tmp_path):
     service = Service(gemini_settings(fake, tmp_path))
     await service.index([str(datasheet)], titles=["UNO R3 datasheet"])
     fake.handler = reader_reply("page 2", "32KB Flash")
-    answer = await service.answer(Turn("UNO R3 datasheet, page 2"), tmp_path / "out")
+    answer = await service.answer(Turn("How much flash memory, SRAM and EEPROM does the ATmega328P have?"), tmp_path / "out")
     assert answer.hits[0].page == 2
     cite = answer.citations[0]
     assert cite.highlight.kind == "exact"
@@ -181,3 +181,47 @@ async def test_gemini_citations_are_located_on_a_real_pdf(fake, tmp_path):
 
     found = pymupdf.open(datasheet)[1].search_for("32KB Flash")[0]
     assert abs(x0 - found.x0) < 2 and abs(y0 - found.y0) < 2 and abs(x1 - found.x1) < 2
+
+
+def screenshot(kind: str, seed: int = 0) -> bytes:
+    """A busy screenshot: 'retina' is a 2880x1800 PNG of about 4 MB, 'webp' a lossless WebP."""
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    width, height = (2880, 1800) if kind == "retina" else (800, 500)
+    pixels = np.full((height, width, 3), 255, np.uint8)
+    pixels[:500] = rng.integers(0, 255, (500, width, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "PNG" if kind == "retina" else "WEBP", **({"lossless": True} if kind == "webp" else {}))
+    return buf.getvalue()
+
+
+async def test_screenshots_the_api_would_refuse_are_normalised_first(fake, brochure, tmp_path):
+    from core.records import QueryImage
+
+    service = Service(gemini_settings(fake, tmp_path))
+    await service.index([str(brochure)])
+    retina = screenshot("retina")
+    assert 3_000_000 < len(retina) < 5 * 1024 * 1024  # accepted from users, too big for one request as it is
+    shots = [QueryImage(retina, "image/png", "retina.png"), QueryImage(screenshot("webp"), "image/webp", "s.webp")]
+    shots += [QueryImage(screenshot("webp", i), "image/webp", f"extra{i}.webp") for i in range(1, 7)]
+    answer = await service.answer(Turn("which pump is this?", tuple(shots)), tmp_path / "out")
+    assert not fake.refused  # before: 400 "Request payload size exceeds the limit", then WebP refused
+    embed = [r.body for r in fake.bodies if r.endpoint == EMBED][-1]
+    parts = embed["requests"][0]["content"]["parts"]
+    mimes = [p["inline_data"]["mime_type"] for p in parts if "inline_data" in p]
+    assert len(mimes) == 6 and set(mimes) <= {"image/png", "image/jpeg"}
+    assert "Only the first 6 screenshots were used; left out: extra5.webp, extra6.webp." in answer.notes
+
+
+async def test_an_index_embedded_with_the_old_page_format_is_refused(fake, brochure, tmp_path):
+    service = Service(gemini_settings(fake, tmp_path))
+    await service.index([str(brochure)])
+    manifest = tmp_path / "index" / "snapshots" / service.store.active_name() / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["built_with"]["document_format"]  # what indexes built before the format was recorded hold
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(IndexProblem, match="pages embedded as an older, unrecorded format.*build a new index"):
+        await Service(gemini_settings(fake, tmp_path)).answer(Turn("rated power"), retrieve_only=True)
