@@ -734,3 +734,65 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
         server.cancel()
         with pytest.raises(asyncio.CancelledError):
             await server
+
+
+async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_process(fake, brochure, brochure_index,
+                                                                                 tmp_path):
+    """The command a team runs, as its own process: a signed event with a screenshot (a real render of
+    the brochure's scanned service page, a few hundred KB) downloaded in chunks through a redirect."""
+    import asyncio
+    import os
+    import shutil
+    import sys
+
+    import aiohttp
+
+    from tests.conftest import ROOT
+
+    index = tmp_path / "index"
+    shutil.copytree(brochure_index, index)
+    doc = pymupdf.open(brochure)
+    page = doc[3]
+    shot = page.get_pixmap(dpi=200, clip=pymupdf.Rect(0, page.rect.height * 0.1, page.rect.width,
+                                                        page.rect.height * 0.6)).tobytes("png")
+    doc.close()
+    assert 150_000 < len(shot) < 2_000_000
+    fake.download_chunked = True
+    url = fake.add_private_file("warranty.png", shot, "image/png")
+    port = closed_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
+    env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
+                "PIXELRAG_INDEX_DIR": str(index), "PYTHONPATH": str(ROOT)})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "slack", "--http", "--port", str(port), cwd=tmp_path, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        ts = "1700077777.000001"
+        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what does this say about it?",
+                 "ts": ts, "channel": CHANNEL, "files": [{
+                     "id": "FSHOT", "name": "warranty.png", "mimetype": "image/png", "filetype": "png",
+                     "url_private": url, "url_private_download": url}]}
+        fake.add_message(CHANNEL, {"ts": ts, "user": "U1", "text": event["text"], "files": event["files"]})
+        raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvSHOT",
+                          "event_time": int(time.time()), "event": event})
+        target = f"http://127.0.0.1:{port}/slack/events"
+        async with aiohttp.ClientSession() as session:
+            for _ in range(600):  # until the process listens (it loads the local models first)
+                try:
+                    stamp = str(int(time.time()))
+                    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                               "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)}
+                    async with session.post(target, data=raw, headers=headers) as response:
+                        assert response.status == 200
+                        break
+                except aiohttp.ClientConnectionError:
+                    assert proc.returncode is None, (await proc.stderr.read()).decode()
+                    await asyncio.sleep(0.1)
+        await fake.wait_for(lambda: fake.calls_to("files.completeUploadExternal"), timeout=120)
+        thread = fake.thread_text(ts)
+        assert "36 months" in thread and "p. 4" in thread, thread
+        assert fake.calls_to("download")[0].headers["Authorization"] == f"Bearer {BOT_TOKEN}"
+        assert "went wrong" not in thread
+    finally:
+        proc.terminate()
+        await proc.wait()
