@@ -345,12 +345,12 @@ class SlackBot:
 
     async def run_indexing(self, client: AsyncWebClient, channel: str, thread_ts: str | None, name: str,
                            work: Callable[[Callable[[Progress], None]], Awaitable[IndexReport]], verb: str,
-                           respond: Callable | None = None) -> None:
+                           respond: Callable[[str], Awaitable[None]] | None = None) -> None:
         """Run one indexing job, editing one progress message (throttled) and ending with a summary."""
         ts = await self.post(client, channel, thread_ts, render.progress_text(name, None))
         if ts is None and respond is not None:
             # Not in the channel: the response_url is the only way back to the user.
-            await respond(text=render.progress_text(name, None), response_type="ephemeral")
+            await respond(render.progress_text(name, None))
 
         async def edit(text: str) -> None:
             if ts is not None:
@@ -374,7 +374,7 @@ class SlackBot:
                 log.exception("could not update progress message")
                 await self.post(client, channel, thread_ts, final)
         elif respond is not None:
-            await respond(text=final, response_type="ephemeral")
+            await respond(final)
 
     # ----- /pixelrag -----------------------------------------------------------------------------
     async def on_command(self, ack, command: dict, client: AsyncWebClient, respond, context) -> None:
@@ -390,7 +390,8 @@ class SlackBot:
                 await ack(text=render.status_text(self.service.status()))
             elif sub in ("index", "reindex", "remove") and (arg or sub == "reindex"):
                 await ack(text=f"Working on `{render.escape(text)}`…")
-                self.spawn(self.command_job(client, respond, command, sub, arg, scope), f"{self.command} {sub}")
+                self.spawn(self.command_job(client, private_reply(respond), command, sub, arg, scope),
+                           f"{self.command} {sub}")
             else:
                 # Unknown subcommands, `help` and missing arguments all get the help text.
                 await ack(text=render.HELP)
@@ -399,11 +400,11 @@ class SlackBot:
         channel = command.get("channel_id", "")
         try:
             if not await self.may_index(client, command.get("user_id", "")):
-                await respond(text=refusal(), response_type="ephemeral")
+                await respond(refusal())
                 return
             if sub == "remove":
                 document = await self.service.remove(scope, arg)
-                await respond(text=f":wastebasket: Removed {render.escape(document.title)}.", response_type="ephemeral")
+                await respond(f":wastebasket: Removed {render.escape(document.title)}.")
             elif sub == "index":
                 url = arg.strip("<>").split("|")[0]
                 if not url.startswith(("http://", "https://")):
@@ -414,11 +415,20 @@ class SlackBot:
                 await self.run_indexing(client, channel, None, arg or "this workspace's documents",
                                         lambda p: self.service.reindex(scope, arg or None, progress=p), "Reindexed", respond)
         except PixelragError as exc:
-            await respond(text=f":warning: {render.escape(str(exc))}", response_type="ephemeral")
+            await respond(f":warning: {render.escape(str(exc))}")
         except Exception:
             log.exception("%s %s failed", self.command, sub)
-            await respond(text=f":warning: `{self.command} {sub}` failed. The details are in the bot's log.",
-                          response_type="ephemeral")
+            await respond(f":warning: `{self.command} {sub}` failed. The details are in the bot's log.")
+
+
+def private_reply(respond) -> Callable[[str], Awaitable[None]]:
+    """Bolt's respond() as a one-argument ephemeral reply. The response_url takes 5 messages within
+    30 minutes and then refuses them with a non-200 status that respond() does not raise: log it."""
+    async def reply(text: str) -> None:
+        response = await respond(text=text, response_type="ephemeral")
+        if getattr(response, "status_code", 200) != 200:
+            log.warning("response_url refused a reply (HTTP %s): %s", response.status_code, text[:200])
+    return reply
 
 
 def refusal() -> str:

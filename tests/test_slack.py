@@ -424,6 +424,19 @@ async def test_the_fake_refuses_what_slack_refuses():
         server.stop()
 
 
+async def test_a_mention_delivered_without_its_files_is_read_again(slack: Harness):
+    png = screenshot_of(PUMP_PDF, 2)
+    file = slack.image_file("shot.png", png)
+    ts = slack._ts()
+    # Slack knows the message with its file; the app_mention payload omits `files`.
+    slack.fake.add_message(CHANNEL, {"ts": ts, "user": "U1", "text": f"<@{BOT_USER_ID}>", "files": [file]})
+    await slack.event({"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}>", "ts": ts})
+    await slack.bot.idle()
+    assert slack.fake.calls_to("conversations.replies")
+    [turn] = slack.service.turns
+    assert turn.images[0].data == png
+
+
 async def test_missing_files_read_scope_is_reported(slack: Harness):
     png = io.BytesIO()
     Image.new("RGB", (40, 40), "red").save(png, "PNG")
