@@ -27,6 +27,9 @@ QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does",
 NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
 ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen"}
 LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
+FUNCTION_WORDS = QUESTION_WORDS | LEADING_PREPOSITIONS | {
+    "without", "in", "from", "to", "or", "and", "have", "has", "laut", "ohne", "im", "und", "oder", "hat", "haben",
+    "do", "od", "bez", "ma", "mają", "oraz"}
 SAME_SHAPE = 0.85  # ATmega16U2 ~ ATmega328P (0.9); Abmessungen ~ Pre-Processor (0.75) is chance
 MAX_PHRASE_WORDS = 6  # "And the main ATmega328P?" is a phrase; longer follow-ups are questions
 # How "the width ___ UNO R3" is joined in each language; a follow-up is guessed German or Polish by
@@ -113,9 +116,13 @@ def carry_over(previous: str, phrase: str) -> str | None:
     new = phrase.split()
     if new and new[0].lower() in ARTICLES and start > 0 and words[start - 1].lower() in ARTICLES:
         start -= 1  # "the ATmega16U2" gives way to "the main ATmega328P"
-    tail = {_bare(w).lower() for w in new[own[1]:]}
-    while end < len(words) and _bare(words[end]).lower() in tail:
-        end += 1  # "the 3-channel pre-processor" gives way to "the 5-channel pre-processor" as a whole
+    if own[1] < len(new):
+        # The phrase brings its own head noun ("the 5-channel pre-processor"): the old subject's noun
+        # phrase goes as a whole ("the Mk4P board itself," or "the 3-channel pre-processor?").
+        while end < len(words) and _bare(words[end]).lower() not in FUNCTION_WORDS:
+            end += 1
+            if words[end - 1] != _bare(words[end - 1]):
+                break  # punctuation ends the noun phrase
     ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
     return " ".join(words[:start] + [" ".join(new) + ending] + words[end:])
 
