@@ -24,8 +24,8 @@ from yarl import URL
 
 from core.config import Settings, flag, number
 from core.documents import looks_like_pdf
-from core.query_images import ACCEPTED, validate_query_image
 from core.errors import BadInput, Busy, PixelragError, failure_reason, megabytes
+from core.query_images import ACCEPTED, validate_query_image
 from core.records import Exchange, IndexReport, Progress, QueryImage, Turn
 from core.threads import ThreadStore
 

@@ -7,6 +7,7 @@ not retry, so the SDK's retries stay off and this module does both.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import random
 from dataclasses import replace
@@ -16,6 +17,7 @@ import aiohttp
 import numpy as np
 from google import genai
 from google.genai import errors, types
+from PIL import Image
 
 from . import deadline
 from .backends import Backend, Draft, DraftCitation, PageInput, ReaderPage, Resolution
@@ -215,10 +217,6 @@ def page_image(jpeg: bytes, budget: int = MAX_BATCH_BODY_BYTES * 3 // 4) -> byte
     """The page JPEG, re-encoded smaller only when it alone would not fit one request."""
     if len(jpeg) <= budget:
         return jpeg
-    import io
-
-    from PIL import Image
-
     data, _ = fit(Image.open(io.BytesIO(jpeg)), jpeg, budget)
     return data
 
