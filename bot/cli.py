@@ -62,7 +62,9 @@ def print_report(report: IndexReport, as_json: bool) -> None:
         print(f"up to date: {doc.title} (unchanged since it was indexed)")
     for message in report.skipped:
         print(f"skipped: {message}")
-    if report.documents:
+    for message in report.warnings:
+        print(f"warning: {message}")
+    if report.documents or report.warnings:
         print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
               f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
     else:
@@ -126,6 +128,16 @@ async def cmd_remove(args) -> int:
 
     doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document)
     print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
+    return 0
+
+
+async def cmd_repair(args) -> int:
+    from core.service import Service
+
+    name, moved = await Service(_settings(args)).repair()
+    print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
+    for path in moved:
+        print(f"moved to be indexed again: {path}")
     return 0
 
 
@@ -223,6 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("document", help="title, file name or id")
     common(p)
     p.set_defaults(run=cmd_remove)
+
+    p = sub.add_parser("repair", help="make the newest intact snapshot active after damage; keep stray PDFs")
+    common(p)
+    p.set_defaults(run=cmd_repair)
 
     p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
     p.add_argument("question", nargs="?", default="")

@@ -71,7 +71,7 @@ def describe_report(report: IndexReport) -> str:
     if report.documents:
         lines.append(f"-# {report.pages_embedded} pages read, {report.pages_reused} reused from the previous index.")
     lines += [f"Already up to date: **{d.title}** (unchanged)." for d in report.unchanged]
-    lines += [f"⚠️ {s}" for s in report.skipped]
+    lines += [f"⚠️ {s}" for s in report.skipped + report.warnings]
     return "\n".join(lines) or "Nothing was indexed."
 
 
@@ -191,7 +191,8 @@ class DiscordHandlers:
             return  # joins, pins, thread-created notices
         if not self.is_addressed(message, me):
             return
-        if not await self.threads.first_delivery(f"discord:{message.id}"):
+        claim = f"discord:{message.id}"
+        if not await self.threads.claim(claim):
             return  # a gateway resume can deliver the same message twice
         question = strip_mentions(message.content, me, self._bot_role_ids(message, me))
         reply = _Place(message.channel)
@@ -202,6 +203,7 @@ class DiscordHandlers:
         except Exception:
             log.exception("failed to handle message %s", message.id)
             await self._say(reply.channel, GENERIC_FAILURE)
+        await self.threads.finish(claim)
 
     async def _reply_place(self, message: discord.Message, question: str) -> discord.abc.Messageable:
         """A thread started from the message in text channels; in place in threads and DMs."""

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from yarl import URL
 
@@ -128,10 +129,20 @@ class SlackBot:
         # another id, so the message itself is claimed too.
         team = team_of(body, event, context)
         channel, ts = event["channel"], event["ts"]
-        if body.get("event_id") and not await self.store.first_delivery(body["event_id"]):
-            return
-        if not await self.store.first_delivery(f"slack-message:{team}:{channel}:{ts}"):
-            return
+        claims = [c for c in (body.get("event_id"), f"slack-message:{team}:{channel}:{ts}") if c]
+        for n, claim in enumerate(claims):
+            if not await self.store.claim(claim):
+                await self.store.finish(*claims[:n])  # a duplicate of work claimed elsewhere
+                return
+        # Finished once handled (failures included, they were shown); a process killed on the way
+        # leaves the claims open, so Slack's redelivery is answered after a restart.
+        try:
+            await self.respond_to(event, client, context, team, channel, ts)
+        except Exception:
+            log.exception("handling message %s failed", ts)
+        await self.store.finish(*claims)
+
+    async def respond_to(self, event: dict, client: AsyncWebClient, context, team: str, channel: str, ts: str) -> None:
         thread_ts = event.get("thread_ts") or ts
         text = strip_mentions(event.get("text", ""), context.bot_user_id)
         files = event.get("files") or []
@@ -173,16 +184,23 @@ class SlackBot:
             if problems:
                 await self.post(client, channel, thread_ts,
                                 "\n".join(f":warning: {render.escape(p)}" for p in problems))
+            if (pending := await self.store.pending_reply(key, question.strip())) and not images:
+                # The same question again after its answer could not be posted: post that answer.
+                turn_id, messages = pending
+                if await self.post_answer(client, channel, thread_ts, messages):
+                    await self.store.delivered(turn_id)
+                return
             history = await self.store.history(key, limit=self.settings.history_exchanges)
             turn = Turn(question=question.strip(), images=tuple(images),
                         scope=f"slack:{team}", thread=f"slack:{team}:{channel}:{thread_ts}", history=history)
             with tempfile.TemporaryDirectory(prefix="pixelrag-slack-") as out_dir:
                 answer = await self.service.answer(turn, out_dir=Path(out_dir))
-                for message in render.render_answer(answer):
-                    await client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
-                                                  unfurl_media=False, **message)
-                # Stored before the upload so a failed upload cannot lose the turn.
-                await self.store.add(key, Exchange.of(turn.question, answer))
+                messages = render.render_answer(answer)
+                # Stored before posting: a reply Slack refuses is kept for the question's retry, and a
+                # failed upload cannot lose the turn.
+                turn_id = await self.store.add(key, Exchange.of(turn.question, answer), pending_reply=messages)
+                if await self.post_answer(client, channel, thread_ts, messages):
+                    await self.store.delivered(turn_id)
                 if not answer.clarifying_question:
                     await self.upload_previews(client, channel, thread_ts, answer)
         except PixelragError as exc:
@@ -195,6 +213,27 @@ class SlackBot:
                             ":warning: Sorry, something went wrong while answering. The details are in the bot's log.")
         finally:
             await self.clear_working(client, channel, ts, thread_ts, status)
+
+    async def post_answer(self, client: AsyncWebClient, channel: str, thread_ts: str, messages: list[dict]) -> bool:
+        """Post the answer's messages (the client retries 429 and 5xx with backoff). A message still
+        refused is posted again as plain text, without blocks; False when even that failed."""
+        for message in messages:
+            try:
+                await client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                                              unfurl_media=False, **message)
+                continue
+            except Exception:
+                log.warning("posting an answer to %s/%s failed; trying plain text", channel, thread_ts, exc_info=True)
+            try:
+                for piece in render.plain_pieces(message):
+                    await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=piece,
+                                                  unfurl_links=False, unfurl_media=False)
+            except Exception:
+                log.exception("posting the plain answer to %s/%s failed too", channel, thread_ts)
+                await self.post(client, channel, thread_ts, ":warning: The answer could not be posted (Slack "
+                                "refused it). Ask the same question again to get it without searching again.")
+                return False
+        return True
 
     async def upload_previews(self, client: AsyncWebClient, channel: str, thread_ts: str, answer) -> None:
         items = render.upload_items(answer)
@@ -282,6 +321,9 @@ class SlackBot:
         try:
             await client.reactions_add(channel=channel, timestamp=ts, name=WORKING_REACTION)
             shown["reaction"] = True
+        except SlackApiError as exc:
+            # Already there (a redelivery after a restart): ours to take away when the answer is out.
+            shown["reaction"] = exc.response.get("error") == "already_reacted"
         except Exception as exc:
             log.debug("reaction not added: %s", exc)
         try:

@@ -139,6 +139,13 @@ def pack_messages(blocks: list[dict], fallback: str) -> list[dict]:
     return messages
 
 
+def plain_pieces(message: dict) -> list[str]:
+    """A chat.postMessage payload as plain texts (its blocks' text, no Block Kit), each within a section's
+    size: the fallback when Slack refuses the blocks."""
+    text = "\n\n".join(_block_chars(b) for b in message.get("blocks") or []) or message.get("text", "")
+    return split_text(text) or ["(empty answer)"]
+
+
 def render_answer(answer: Answer) -> list[dict]:
     """chat.postMessage payloads (blocks + text) for an answer or a clarifying question."""
     if answer.clarifying_question:
@@ -198,7 +205,7 @@ def report_text(verb: str, report: IndexReport) -> str:
         lines.append(line + (f" ({unchanged} unchanged since the last build)." if unchanged else "."))
     lines += [f":white_check_mark: Already up to date: {escape(d.title)} (unchanged since it was indexed)."
               for d in report.unchanged]
-    lines += [f":warning: {escape(s)}" for s in report.skipped]
+    lines += [f":warning: {escape(s)}" for s in report.skipped + report.warnings]
     return clip("\n".join(lines) or f"{verb} nothing.", SECTION_LIMIT)
 
 

@@ -158,6 +158,7 @@ class IndexReport:
     snapshot: str
     skipped: tuple[str, ...] = ()  # messages about inputs that were refused (failures)
     unchanged: tuple[Document, ...] = ()  # asked for, already indexed as they are: nothing to do
+    warnings: tuple[str, ...] = ()  # what happened besides (a damaged index repaired, say)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ publish, reporting progress through a callback.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import tempfile
@@ -206,12 +207,16 @@ class Service:
     async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
         backend = self.backend
         built_with = backend.built_with
+        warnings: list[str] = []
+        items = [(source, title, scope) for source, title in loaded]
         try:
             previous = await asyncio.to_thread(self._active_snapshot)
-        except IndexProblem as exc:  # a damaged index must not block a rebuild; it is replaced
-            log.warning("rebuilding over a damaged index: %s", exc)
-            refused.append(f"The previous index was damaged and is being replaced: {exc}")
-            previous = None
+            damaged = False
+        except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
+            log.warning("building over a damaged index: %s", exc)
+            previous, recovered = await asyncio.to_thread(self._recover, exc, warnings)
+            items += recovered
+            damaged = True
         if previous is not None:
             backend.check_index(previous.built_with)
         documents = list(previous.documents) if previous else []
@@ -225,27 +230,27 @@ class Service:
         built: list[_Pending] = []
         unchanged: list[Document] = []
         embedded = reused = 0
-        seen: set[str] = set()
-        for source, title in loaded:
-            if source.sha256 in seen:  # the same file given twice is indexed once
+        seen: set[tuple[str, str]] = set()
+        for source, title, where in items:
+            if (where, source.sha256) in seen:  # the same file given twice is indexed once
                 continue
-            seen.add(source.sha256)
-            same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == scope), None)
+            seen.add((where, source.sha256))
+            same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
             if same and not refresh:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
                 continue
             try:
-                pending, n_new, n_old = await self._build_document(source, title, scope, reuse_rows, reuse_pages, progress)
+                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages, progress)
             except BadInput as exc:
                 refused.append(str(exc))
                 continue
             embedded, reused = embedded + n_new, reused + n_old
             # A new version replaces the document from the same place (path, URL, attachment name) or
             # with the same content in this scope; two "manual.pdf" from different URLs both stay.
-            documents = [d for d in documents if not (d.scope == scope and d.source == source.origin)
-                         and not (d.scope == scope and d.sha256 == source.sha256)]
+            documents = [d for d in documents if not (d.scope == where and d.source == source.origin)
+                         and not (d.scope == where and d.sha256 == source.sha256)]
             built.append(pending)
-        if not built:
+        if not built and not damaged:
             if refused:
                 raise BadInput("\n".join(refused))
             return IndexReport((), len(previous.pages), 0, 0, previous.name, unchanged=tuple(unchanged))
@@ -266,8 +271,50 @@ class Service:
         self.store.publish(name)
         await self.load()  # the first question after indexing should not wait for it
         progress(Progress("publish", 1, 1))
-        return IndexReport(tuple(b.document for b in built), len(pages), embedded, reused, name, tuple(refused),
-                           tuple(unchanged))
+        asked = {(where, source.sha256) for source, _, where in items[:len(loaded)]}
+        return IndexReport(tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
+                           len(pages), embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
+
+    async def repair(self) -> tuple[str | None, list[Path]]:
+        """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
+        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
+        async with self._build_lock:
+            with await asyncio.to_thread(self.store.lock):
+                return await asyncio.to_thread(self.store.repair)
+
+    def _recover(self, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
+        """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
+        the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
+        active = self.store.active_name()
+        previous = self.store.newest_intact()
+        listed = self.store.documents_of(active) if active else None
+        warnings.append(f"The index was damaged ({problem}).")
+        if previous is not None:
+            warnings.append(f"Its documents were carried over from the intact snapshot {previous.name}.")
+        if listed is None:
+            # Which documents the damaged snapshot held is unknown: if PDFs are stored that the intact
+            # snapshot does not list, building now would drop them. Refuse and say how to repair.
+            if orphans := self.store.orphaned_sources(previous):
+                raise IndexProblem(
+                    f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
+                    f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
+                    f"`pixelrag repair --index {self.store.root}`: it makes the newest intact snapshot active and "
+                    "moves those PDFs where you can index them again.")
+            return previous, []
+        have = {d.doc_id for d in previous.documents} if previous else set()
+        recovered = []
+        for doc in listed:
+            if doc.doc_id in have:
+                continue
+            path = self.store.source_path(doc.sha256)
+            data = path.read_bytes() if path.is_file() else b""
+            if hashlib.sha256(data).hexdigest() != doc.sha256:
+                warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
+                                "Index it again.")
+                continue
+            recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
+            warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
+        return previous, recovered
 
     async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
                               reuse_pages: dict, progress: ProgressFn) -> tuple[_Pending, int, int]:

@@ -29,6 +29,7 @@ from .records import Document, Page, Word
 
 FORMAT = 1
 KEEP_SNAPSHOTS = 2
+MANIFEST_KEYS = {"format", "name", "built_with", "documents", "pages", "vectors"}
 
 
 @dataclass(frozen=True)
@@ -144,25 +145,73 @@ class IndexStore:
         self._collect_garbage()
 
     def _collect_garbage(self) -> None:
-        """Keep the newest snapshots and the files they reference; drop interrupted builds."""
+        """Keep the newest readable snapshots, the active one and the files they reference; drop
+        interrupted builds and snapshots whose manifest can no longer be read."""
         snap_dir = self.root / "snapshots"
         active = self.active_name()
-        names = sorted((p.name for p in snap_dir.iterdir() if not p.name.startswith(".")), reverse=True)
-        keep = set(names[:KEEP_SNAPSHOTS]) | {active}
+        manifests = {}
+        for name in self.snapshot_names():
+            try:
+                manifests[name] = self._read_manifest(name)
+            except IndexProblem:
+                continue  # damaged beyond use: its files are kept only if a readable snapshot needs them
+        keep = set(list(manifests)[:KEEP_SNAPSHOTS]) | ({active} & set(manifests))
         for path in snap_dir.iterdir():
             if path.name not in keep:
                 shutil.rmtree(path, ignore_errors=True)
         hashes, sources = set(), set()
         for name in keep:
-            manifest = self._read_manifest(name)
-            hashes |= {p["content_hash"] for p in manifest["pages"]}
-            sources |= {d["sha256"] for d in manifest["documents"]}
+            hashes |= {p["content_hash"] for p in manifests[name]["pages"]}
+            sources |= {d["sha256"] for d in manifests[name]["documents"]}
         for path in (self.root / "pages").glob("*.jpg"):
             if path.stem not in hashes:
                 path.unlink(missing_ok=True)
         for path in (self.root / "sources").glob("*.pdf"):
             if path.stem not in sources:
                 path.unlink(missing_ok=True)
+
+    def snapshot_names(self) -> list[str]:
+        """Complete snapshots, newest first (names start with their build time)."""
+        folder = self.root / "snapshots"
+        if not folder.is_dir():
+            return []
+        return sorted((p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
+
+    def documents_of(self, name: str) -> list[Document] | None:
+        """The documents a snapshot's manifest lists; None when the manifest cannot be read."""
+        try:
+            return [Document(**d) for d in self._read_manifest(name)["documents"]]
+        except (IndexProblem, TypeError):
+            return None
+
+    def orphaned_sources(self, intact: Snapshot | None) -> list[Path]:
+        """Stored PDFs that `intact` (the snapshot to keep) does not list."""
+        listed = {d.sha256 for d in intact.documents} if intact else set()
+        return sorted(p for p in (self.root / "sources").glob("*.pdf") if p.stem not in listed)
+
+    def repair(self) -> tuple[str | None, list[Path]]:
+        """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/."""
+        intact = self.newest_intact()
+        moved = []
+        for path in self.orphaned_sources(intact):
+            target = self.root / "recovered" / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            moved.append(target)
+        if intact is not None:
+            self.publish(intact.name)
+        else:
+            (self.root / "ACTIVE").unlink(missing_ok=True)
+        return (intact.name if intact else None), moved
+
+    def newest_intact(self) -> Snapshot | None:
+        """The newest snapshot that passes its checks, whichever is active."""
+        for name in self.snapshot_names():
+            try:
+                return self.open(name)
+            except IndexProblem:
+                continue
+        return None
 
     # --- opening -------------------------------------------------------------------------------
     def active_name(self) -> str | None:
@@ -180,15 +229,18 @@ class IndexStore:
     def _read_manifest(self, name: str) -> dict:
         path = self.root / "snapshots" / name / "manifest.json"
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            manifest = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise IndexProblem(f"Index {self.root}: snapshot {name} has no manifest.json; rebuild the index.") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} has a damaged manifest ({exc}).") from None
+        if not isinstance(manifest, dict) or not MANIFEST_KEYS <= set(manifest):
+            raise IndexProblem(f"Index {self.root}: snapshot {name} has an incomplete manifest; rebuild the index.")
+        return manifest
 
-    def open(self) -> Snapshot | None:
-        """The active snapshot, verified; None when nothing was ever indexed here."""
-        name = self.active_name()
+    def open(self, name: str | None = None) -> Snapshot | None:
+        """A snapshot (the active one by default), verified; None when nothing was ever indexed here."""
+        name = name or self.active_name()
         if name is None:
             return None
         manifest = self._read_manifest(name)

@@ -1,40 +1,60 @@
-"""Thread memory and delivery de-duplication for the chat adapters, in SQLite (aiosqlite).
+"""Thread memory and delivery claims for the chat adapters, in SQLite (aiosqlite).
 
 A thread is keyed by (platform, workspace, channel, thread). Each turn stores the question, the
-interpreted question, the answer and the cited pages; context resolution reads them back.
+interpreted question, the answer and the cited pages; context resolution reads them back. A turn
+whose reply could not be posted keeps the rendered reply, so that asking again re-posts it.
+
+Deliveries are claimed, not just seen: a claim is finished when the answer is out. A bot that dies
+mid-answer leaves its claim unfinished, and the platform's redelivery is answered by the next
+process (or, after the lease, by anyone): once, not never.
 """
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 
 import aiosqlite
 
+from .errors import IndexProblem
 from .records import Exchange
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS turns (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    platform TEXT NOT NULL, workspace TEXT NOT NULL, channel TEXT NOT NULL, thread TEXT NOT NULL,
-    question TEXT NOT NULL, interpreted TEXT NOT NULL, answer TEXT NOT NULL, cited TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turns_thread ON turns(platform, workspace, channel, thread);
-CREATE TABLE IF NOT EXISTS events (event_id TEXT PRIMARY KEY, created REAL NOT NULL);
-"""
+# Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
+# version are brought up to date when opened.
+MIGRATIONS = (
+    """
+    CREATE TABLE IF NOT EXISTS turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        platform TEXT NOT NULL, workspace TEXT NOT NULL, channel TEXT NOT NULL, thread TEXT NOT NULL,
+        question TEXT NOT NULL, interpreted TEXT NOT NULL, answer TEXT NOT NULL, cited TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS turns_thread ON turns(platform, workspace, channel, thread);
+    CREATE TABLE IF NOT EXISTS events (event_id TEXT PRIMARY KEY, created REAL NOT NULL);
+    """,
+    """
+    ALTER TABLE events ADD COLUMN done INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE events ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    ALTER TABLE turns ADD COLUMN pending_reply TEXT;
+    """,
+)
+KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
 
 
 class ThreadStore:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, lease_s: float = 300.0):
         self.path = path
+        self.lease_s = lease_s  # after this, an unfinished claim of a live process may be taken over
+        self.owner = uuid.uuid4().hex  # this process's claims
         self._db: aiosqlite.Connection | None = None
 
     async def open(self) -> "ThreadStore":
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = await aiosqlite.connect(self.path)
-            await self._db.executescript(SCHEMA)
+            await migrate(self._db)
+            await self._db.execute("DELETE FROM events WHERE done = 1 AND created < ?", (time.time() - KEEP_EVENTS_S,))
             await self._db.commit()
         return self
 
@@ -48,14 +68,33 @@ class ThreadStore:
         assert self._db is not None
         return self._db
 
-    async def add(self, key: tuple[str, str, str, str], exchange: Exchange) -> None:
+    async def add(self, key: tuple[str, str, str, str], exchange: Exchange, pending_reply: object = None) -> int:
+        """Store a turn; `pending_reply` is the rendered reply while it is not yet posted."""
         db = await self._conn()
-        await db.execute(
-            "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*key, exchange.question, exchange.interpreted, exchange.answer, json.dumps(exchange.cited), time.time()),
+        cursor = await db.execute(
+            "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, created,"
+            " pending_reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key, exchange.question, exchange.interpreted, exchange.answer, json.dumps(exchange.cited), time.time(),
+             None if pending_reply is None else json.dumps(pending_reply)),
         )
         await db.commit()
+        return cursor.lastrowid
+
+    async def delivered(self, turn_id: int) -> None:
+        db = await self._conn()
+        await db.execute("UPDATE turns SET pending_reply = NULL WHERE id = ?", (turn_id,))
+        await db.commit()
+
+    async def pending_reply(self, key: tuple[str, str, str, str], question: str) -> tuple[int, object] | None:
+        """The stored, unposted reply to the thread's latest turn when it asked `question`."""
+        db = await self._conn()
+        async with db.execute(
+            "SELECT id, question, pending_reply FROM turns WHERE platform=? AND workspace=? AND channel=? AND thread=?"
+            " ORDER BY id DESC LIMIT 1", key) as cursor:
+            row = await cursor.fetchone()
+        if row is None or row[2] is None or row[1] != question:
+            return None
+        return row[0], json.loads(row[2])
 
     async def history(self, key: tuple[str, str, str, str], limit: int = 4) -> tuple[Exchange, ...]:
         """The latest `limit` exchanges of a thread, oldest first."""
@@ -73,9 +112,37 @@ class ThreadStore:
     async def knows_thread(self, key: tuple[str, str, str, str]) -> bool:
         return bool(await self.history(key, limit=1))
 
-    async def first_delivery(self, event_id: str) -> bool:
-        """True the first time an event id is seen; retried deliveries get False."""
+    async def claim(self, event_id: str) -> bool:
+        """True when this process should handle the delivery: the first time, or again when an earlier
+        claim was never finished (its process died, or its lease ran out)."""
         db = await self._conn()
-        cursor = await db.execute("INSERT OR IGNORE INTO events (event_id, created) VALUES (?, ?)", (event_id, time.time()))
+        now = time.time()
+        cursor = await db.execute("INSERT OR IGNORE INTO events (event_id, created, done, owner) VALUES (?, ?, 0, ?)",
+                                  (event_id, now, self.owner))
+        if cursor.rowcount != 1:
+            cursor = await db.execute(
+                "UPDATE events SET created = ?, owner = ? WHERE event_id = ? AND done = 0"
+                " AND (owner != ? OR created < ?)", (now, self.owner, event_id, self.owner, now - self.lease_s))
         await db.commit()
         return cursor.rowcount == 1
+
+    async def finish(self, *event_ids: str) -> None:
+        """The deliveries are handled: later redeliveries are dropped."""
+        db = await self._conn()
+        await db.executemany("UPDATE events SET done = 1 WHERE event_id = ?", [(e,) for e in event_ids])
+        await db.commit()
+
+
+async def migrate(db: aiosqlite.Connection) -> None:
+    async with db.execute("PRAGMA user_version") as cursor:
+        (version,) = await cursor.fetchone()
+    # Databases from before versioning are version 0 with the first schema: its CREATEs are idempotent.
+    if version > len(MIGRATIONS):
+        raise IndexProblem(f"The thread database was written by a newer pixelrag (schema {version}, this one knows "
+                           f"{len(MIGRATIONS)}); upgrade pixelrag.")
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        for statement in (s.strip() for s in script.split(";")):
+            if statement:
+                await db.execute(statement)
+        await db.execute(f"PRAGMA user_version = {number}")
+    await db.commit()

@@ -809,3 +809,57 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
     finally:
         proc.terminate()
         await proc.wait()
+
+
+# ----- faults: a bot that dies mid-answer, a Slack that refuses the answer -----------------------------
+
+class StuckService(SpyService):
+    """Answers never finish: the process 'dies' while working on them."""
+
+    async def answer(self, turn, out_dir=None):
+        self.turns.append(turn)
+        await __import__("asyncio").Event().wait()
+
+
+async def test_a_question_in_flight_when_the_bot_dies_is_answered_after_the_restart(make_harness, fake, tmp_path):
+    import asyncio
+
+    first = await make_harness()
+    await first.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    first.app.pixelrag.service = StuckService(first.service.real)
+    event, _ = await first.mention("What is the X200 weight?", event_id="EvDIES")
+    await fake.wait_for(lambda: first.app.pixelrag.service.turns)  # it is working on it...
+    # ...and is killed: no cleanup runs. A new process opens the same thread database.
+    second = await make_harness(service=first.service.real)
+    await second.event(dict(event), event_id="EvDIES", retry=1)  # Slack redelivers the unanswered event
+    await second.bot.idle()
+    assert "14 kg" in fake.thread_text(event["ts"])
+    fake.expected_refusals.append(("reactions.add", "already_reacted"))  # the first process's 👀 ...
+    assert not fake.reactions  # ... is taken away once the answer is out
+    await second.event(dict(event), event_id="EvDIES", retry=2)  # answered now: a later retry is dropped
+    await second.bot.idle()
+    assert len(second.service.turns) == 1
+    for task in list(first.app.pixelrag._tasks) + [t for t in asyncio.all_tasks() if "StuckService" in repr(t)]:
+        task.cancel()
+
+
+async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slack: Harness):
+    # Before: three 500s (or one ok:false) ended in "Sorry, something went wrong"; the answer was lost.
+    slack.fake.http_errors["chat.postMessage"] = [500, 500, 500]
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.idle()
+    posts = [c for c in slack.fake.posts(event["ts"]) if "14 kg" in str(c.params.get("text", ""))]
+    assert len(posts) == 4 and "blocks" not in posts[-1].params  # retried by the client, then plain text
+    assert "went wrong" not in slack.fake.thread_text(event["ts"])
+
+    # Slack refuses even the plain text: the answer stays in thread memory, and asking again posts it
+    # without searching again.
+    slack.fake.fail["chat.postMessage"] = "internal_error"
+    event, _ = await slack.mention("What is the X200 motor power?", thread_ts=event["ts"])
+    await slack.bot.idle()
+    del slack.fake.fail["chat.postMessage"]
+    asked = len(slack.service.turns)
+    await slack.mention("What is the X200 motor power?", thread_ts=event["thread_ts"])
+    await slack.bot.idle()
+    assert len(slack.service.turns) == asked  # not searched again
+    assert "1.1 kW" in slack.fake.thread_text(event["thread_ts"])

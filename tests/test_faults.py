@@ -1,0 +1,87 @@
+"""Faults an operator meets: a damaged index, a killed build, a bot that dies mid-answer, odd input.
+
+Each scenario damages or interrupts something on purpose and then checks that nothing already
+indexed or asked is lost, and that the person is told what happened in one clear line.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bot.cli import main
+from core.store import IndexStore
+from tests.conftest import text_pdf
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PIXELRAG_BACKEND", "PIXELRAG_INDEX_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def titles(index: Path = Path("index")) -> list[str]:
+    snap = IndexStore(index).open()
+    return sorted(d.title for d in snap.documents)
+
+
+@pytest.fixture
+def three_docs(env, capsys):
+    """relay.pdf indexed first, then pump.pdf (so an older intact snapshot exists); valve.pdf ready."""
+    docs = {name: text_pdf(env / f"{name}.pdf", [f"{body}"]) for name, body in
+            [("relay", "Relay R200. Coil voltage: 24 V DC."), ("pump", "Pump P9. Weight: 2.6 kg."),
+             ("valve", "Valve V3. Pressure: 16 bar.")]}
+    assert run(capsys, "index", str(docs["relay"]))[0] == 0
+    assert run(capsys, "index", str(docs["pump"]))[0] == 0
+    return docs
+
+
+def active_folder() -> Path:
+    return Path("index/snapshots") / IndexStore(Path("index")).active_name()
+
+
+def test_a_build_over_truncated_vectors_keeps_every_document(three_docs, capsys):
+    # Before: the new snapshot held only valve.pdf, and the older intact snapshot was deleted.
+    vectors = active_folder() / "vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:100])
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 0, err
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+    assert "warning: The index was damaged" in out and "pump.pdf was rebuilt from its stored PDF" in out
+    code, out, _ = run(capsys, "ask", "What is the weight of the pump?", "--retrieve-only")
+    assert code == 0 and "1. pump.pdf" in out
+
+
+def test_a_build_over_a_lost_manifest_refuses_then_repair_keeps_the_pdfs(three_docs, capsys):
+    # Before: the build published, then exited 2 reading the damaged snapshot while cleaning up.
+    (active_folder() / "manifest.json").unlink()
+    code, _, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 2 and "Nothing was changed" in err and "pixelrag repair" in err
+    assert len(list(Path("index/snapshots").iterdir())) == 2  # nothing deleted
+    code, out, _ = run(capsys, "repair")
+    assert code == 0 and "active snapshot:" in out and "moved to be indexed again:" in out
+    assert titles() == ["relay.pdf"]  # the intact snapshot
+    [stray] = list(Path("index/recovered").glob("*.pdf"))
+    assert stray.read_bytes() == three_docs["pump"].read_bytes()
+    assert run(capsys, "index", str(stray), "--title", "pump.pdf")[0] == 0
+    assert run(capsys, "index", str(three_docs["valve"]))[0] == 0
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_cleanup_never_trips_over_a_damaged_older_snapshot(three_docs, capsys):
+    snapshots = sorted(Path("index/snapshots").iterdir())
+    older = next(p for p in snapshots if p.name != IndexStore(Path("index")).active_name())
+    (older / "manifest.json").write_text("{ not json")
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 0 and not err.strip().startswith("pixelrag:"), err
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
