@@ -42,6 +42,7 @@ class RenderedPage:
     page: Page  # words from the text layer only; OCR adds its own later
     jpeg: bytes
     needs_ocr: bool  # some ink on the page is not covered by visible text-layer words
+    blank: bool = False  # one flat colour: nothing on it (or nothing left of it, in a damaged PDF)
 
 
 def read_source(path_or_url: str, settings: Settings) -> Source:
@@ -136,7 +137,11 @@ def open_pdf(source: Source, settings: Settings):
         doc.close()
         raise BadInput(f"{source.name}: the PDF is encrypted; upload a copy without a password.")
     if doc.page_count == 0:
+        repaired = doc.is_repaired
         doc.close()
+        if repaired:
+            raise BadInput(f"{source.name}: the PDF is damaged (perhaps cut short in a download): no page could be "
+                           "read. Get the complete file again.")
         raise BadInput(f"{source.name}: the PDF has no pages.")
     if doc.page_count > settings.max_pages:
         count = doc.page_count
@@ -191,7 +196,8 @@ def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPag
     jpeg = pix.tobytes("jpg", jpg_quality=settings.jpeg_quality)
     words = text_words(page)
     record = Page(doc_id, index + 1, digest.hexdigest(), page.rect.width, page.rect.height, tuple(words))
-    return RenderedPage(record, jpeg, needs_ocr=has_uncovered_ink(page, words))
+    blank = not words and pix.is_unicolor
+    return RenderedPage(record, jpeg, needs_ocr=not blank and has_uncovered_ink(page, words), blank=blank)
 
 
 def has_uncovered_ink(page, words: list[Word]) -> bool:

@@ -240,7 +240,8 @@ class Service:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
                 continue
             try:
-                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages, progress)
+                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages,
+                                                                   progress, warnings)
             except BadInput as exc:
                 refused.append(str(exc))
                 continue
@@ -317,7 +318,7 @@ class Service:
         return previous, recovered
 
     async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
-                              reuse_pages: dict, progress: ProgressFn) -> tuple[_Pending, int, int]:
+                              reuse_pages: dict, progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embedding: asyncio.Task | None = None
         try:
@@ -329,6 +330,7 @@ class Service:
             step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
             pages: list[Page] = []
             vectors: list[np.ndarray | None] = []
+            blank: list[int] = []
             finished = embedded = 0
 
             def report(n: int) -> None:
@@ -347,8 +349,10 @@ class Service:
                 # Render and read this step while the previous step's pages are being embedded.
                 fresh: list[tuple[int, PageInput]] = []
                 step = range(start, min(total, start + step_size))
-                for page, jpeg, reused in await self._prepare_pages(pdf, step, document, reuse_rows, reuse_pages,
-                                                                     progress):
+                for page, jpeg, reused, empty in await self._prepare_pages(pdf, step, document, reuse_rows,
+                                                                            reuse_pages, progress):
+                    if empty:
+                        blank.append(page.page)
                     pages.append(page)
                     vectors.append(reuse_rows[page.content_hash] if reused else None)
                     if not reused:
@@ -358,8 +362,16 @@ class Service:
                 report(min(step_size, total - start) - len(fresh))  # reused pages are done already
                 embedded += len(fresh)
                 embedding = asyncio.create_task(embed(fresh)) if fresh else None
+            if len(blank) == total:
+                damage = " is damaged (PyMuPDF had to repair it) and" if pdf.is_repaired else ""
+                raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
             if embedding is not None:
                 await embedding
+            if pdf.is_repaired:
+                empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
+                warnings.append(f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
+                                f"short): it was indexed as far as it could be read{empty}. Index the complete "
+                                "file again when you have it.")
             return _Pending(document, pages, vectors), embedded, total - embedded
         finally:
             if embedding is not None and not embedding.done():
@@ -367,8 +379,8 @@ class Service:
             pdf.close()
 
     async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
-                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool]]:
-        """Render pages and read their words: (page, jpeg, reused). Unchanged pixels reuse earlier work."""
+                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool, bool]]:
+        """Render pages and read their words: (page, jpeg, reused, blank). Unchanged pixels reuse earlier work."""
         rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
         out = []
         for r in rendered:
@@ -377,7 +389,7 @@ class Service:
             old = reuse_pages.get(r.page.content_hash)
             if old is not None and r.page.content_hash in reuse_rows:
                 # Unchanged pixels: keep the earlier words (OCR included) and vectors.
-                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True))
+                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True, r.blank))
                 continue
             page = r.page
             if self.backend.ocr_queries and r.needs_ocr:
@@ -385,7 +397,7 @@ class Service:
                     self._ocr.page_words, r.jpeg, self.settings.render_dpi, self.settings.ocr_dpi,
                     page.words, 1 + max((w.line for w in page.words), default=0))
                 page = replace(page, words=page.words + tuple(extra))
-            out.append((page, r.jpeg, False))
+            out.append((page, r.jpeg, False, r.blank))
         return out
 
     # --- answering ----------------------------------------------------------------------------
@@ -505,6 +517,17 @@ def _visible(documents: Sequence[Document], scope: str) -> list[Document]:
 
 def _at(items: Sequence, i: int):
     return items[i] if i < len(items) else None
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        start = n if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(str(n) if n == start else f"{start}-{n}")
+            start = None
+    return ", ".join(out)
 
 
 def _slug(text: str) -> str:

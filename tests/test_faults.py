@@ -85,3 +85,31 @@ def test_cleanup_never_trips_over_a_damaged_older_snapshot(three_docs, capsys):
     code, out, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 0 and not err.strip().startswith("pixelrag:"), err
     assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_a_truncated_pdf_is_indexed_with_a_warning_naming_the_empty_pages(env, capsys):
+    from tests.conftest import corpus_pdf
+
+    data = corpus_pdf("btt-skr-mini-e3-v2-manual.pdf").read_bytes()
+    cut = env / "manual-cut.pdf"
+    cut.write_bytes(data[: int(len(data) * 0.3)])  # the first 30 %, as from a broken download
+    code, out, _ = run(capsys, "index", str(cut))
+    assert code == 0 and "indexed: " in out
+    warning = next(line for line in out.splitlines() if line.startswith("warning: manual-cut.pdf is damaged"))
+    assert "came out empty" in warning and "pages " in warning
+
+    other = env / "datasheet-cut.pdf"
+    other.write_bytes(corpus_pdf("arduino-uno-r3-datasheet.pdf").read_bytes()[:150_000])
+    code, _, err = run(capsys, "index", str(other))
+    assert code == 2 and "datasheet-cut.pdf: the PDF is damaged (perhaps cut short" in err  # not "no pages"
+
+
+def test_a_pdf_with_nothing_on_any_page_is_refused(env, capsys):
+    import pymupdf
+
+    doc = pymupdf.open()
+    for _ in range(3):
+        doc.new_page()
+    doc.save(env / "blank.pdf")
+    code, _, err = run(capsys, "index", str(env / "blank.pdf"))
+    assert code == 2 and "has no page with anything on it" in err
