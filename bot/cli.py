@@ -22,7 +22,9 @@ class ProgressBar:
         self.last = ""
 
     def __call__(self, p: Progress) -> None:
-        if p.stage == "publish":
+        if p.stage == "wait":
+            line = f"waiting for another build of this index to finish ({p.document})…"
+        elif p.stage == "publish":
             line = "publishing snapshot…" if p.done == 0 else "published"
         else:
             width = 30
@@ -36,7 +38,7 @@ class ProgressBar:
             self.stream.write("\r\033[K" + line)
             if p.stage == "publish" and p.done:
                 self.stream.write("\n")
-        elif p.done in (0, p.total) or p.stage == "publish":
+        elif p.done in (0, p.total) or p.stage in ("publish", "wait"):
             self.stream.write(line + "\n")
         self.stream.flush()
 

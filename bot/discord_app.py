@@ -76,6 +76,8 @@ def describe_report(report: IndexReport) -> str:
 
 
 def describe_progress(p: Progress) -> str:
+    if p.stage == "wait":
+        return "⏳ Waiting for another build of the index to finish…"
     what = f" **{p.document}**" if p.document else ""
     return f"⏳ Indexing{what}: {p.stage} {p.done}/{p.total}…"
 

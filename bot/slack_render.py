@@ -191,6 +191,8 @@ def documents_text(documents: list[Document], scope: str) -> str:
 def progress_text(name: str, progress: Progress | None) -> str:
     if progress is None or progress.total <= 0:
         return f":hourglass_flowing_sand: Indexing {escape(name)}: starting…"
+    if progress.stage == "wait":
+        return f":hourglass_flowing_sand: Indexing {escape(name)}: waiting for another build of the index to finish…"
     doc = escape(progress.document or name)
     return f":hourglass_flowing_sand: Indexing {doc}: {progress.stage} {progress.done} of {progress.total} pages"
 

@@ -48,6 +48,7 @@ class Settings:
     embed_concurrency: int = 4
     request_timeout_s: float = 60.0
     answer_timeout_s: float = 90.0  # everything one question may take, retries included
+    download_timeout_s: float = 300.0  # one PDF download from a URL, start to end
     retry_attempts: int = 5
     retry_initial_delay_s: float = 1.0
     ocr_dpi: int = 150
@@ -89,6 +90,7 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
         embed_concurrency=num("PIXELRAG_EMBED_CONCURRENCY", base.embed_concurrency, 1, 64),
         request_timeout_s=num("PIXELRAG_REQUEST_TIMEOUT", base.request_timeout_s, 1, 3600, float),
         answer_timeout_s=num("PIXELRAG_ANSWER_TIMEOUT", base.answer_timeout_s, 5, 3600, float),
+        download_timeout_s=num("PIXELRAG_DOWNLOAD_TIMEOUT", base.download_timeout_s, 5, 7200, float),
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts, 1, 20),
         allow_private_urls=flag(values, "PIXELRAG_ALLOW_PRIVATE_URLS"),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},

@@ -5,13 +5,14 @@ import functools
 import hashlib
 import ipaddress
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 from .config import Settings
-from .errors import BadInput
+from .errors import BadInput, megabytes
 from .records import Page, Word
 
 PDF_MAGIC = b"%PDF-"
@@ -59,37 +60,56 @@ def read_source(path_or_url: str, settings: Settings) -> Source:
     return Source(path.read_bytes(), path.name, str(path.resolve()))
 
 
-def check_public_url(url: str, settings: Settings) -> None:
-    """Refuse URLs that resolve to loopback, private or link-local addresses (unless allowed):
-    a chat user must not be able to make the bot fetch internal services."""
-    if settings.allow_private_urls:
-        return
+def check_public_url(url: str, settings: Settings) -> str | None:
+    """The address to connect to for `url`, checked to be public; None when private URLs are allowed
+    (then the HTTP client resolves the name itself). A chat user must not be able to make the bot
+    fetch internal services, and connecting to the checked address, not resolving the name a second
+    time, keeps a DNS answer that changes between the check and the connection (rebinding) out."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadInput(f"{url}: only http and https URLs can be indexed.")
+    if settings.allow_private_urls:
+        return None
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                                   type=socket.SOCK_STREAM)
     except OSError:
         raise BadInput(f"{url}: the host {parts.hostname} could not be resolved.") from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise BadInput(f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
-                           "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them).")
+    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    if not addresses or any(not a.is_global for a in addresses):
+        raise BadInput(f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
+                       "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them).")
+    return str(addresses[0])
+
+
+def pinned(url: str, address: str | None) -> tuple[str, dict, dict]:
+    """(URL to request, headers, httpx extensions) that reach `address` while naming the host: the
+    Host header for HTTP, and SNI plus certificate checking against the host name for HTTPS."""
+    if address is None:
+        return url, {}, {}
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    target = parts._replace(netloc=netloc).geturl()
+    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    return target, {"Host": parts.netloc.rsplit("@", 1)[-1]}, extensions
 
 
 def download(url: str, settings: Settings) -> Source:
-    """Stream a PDF from a URL with a size cap; the type and the %PDF magic are checked."""
+    """Stream a PDF from a URL with a size cap and a total deadline; the type and the %PDF magic are
+    checked, and every redirect hop is checked like the first URL."""
     name = url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf"
     client = httpx.Client(timeout=settings.request_timeout_s)
+    deadline = time.monotonic() + settings.download_timeout_s
+    limit = megabytes(settings.max_pdf_bytes)
     chunks: list[bytes] = []
     try:
         current = url
         for _ in range(6):  # follow redirects by hand so every hop is checked
-            check_public_url(current, settings)
-            with client.stream("GET", current) as response:
+            target, headers, extensions = pinned(current, check_public_url(current, settings))
+            with client.stream("GET", target, headers=headers, extensions=extensions) as response:
                 if response.is_redirect and response.headers.get("location"):
-                    current = str(response.url.join(response.headers["location"]))
+                    current = str(httpx.URL(current).join(response.headers["location"]))
                     continue
                 if response.status_code != 200:
                     raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
@@ -98,12 +118,15 @@ def download(url: str, settings: Settings) -> Source:
                     raise BadInput(f"{url}: that is {ctype}, not a PDF.")
                 declared = int(response.headers.get("content-length") or 0)
                 if declared > settings.max_pdf_bytes:
-                    raise BadInput(f"{url}: {declared / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+                    raise BadInput(f"{url}: {megabytes(declared)} is over the {limit} limit.")
                 total = 0
                 for chunk in response.iter_bytes():
                     total += len(chunk)
                     if total > settings.max_pdf_bytes:
-                        raise BadInput(f"{url}: the download passed the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+                        raise BadInput(f"{url}: the download passed the {limit} limit.")
+                    if time.monotonic() > deadline:
+                        raise BadInput(f"{url}: the download took longer than {settings.download_timeout_s:g} s "
+                                       f"({megabytes(total)} so far); the server is too slow.")
                     chunks.append(chunk)
                 break
         else:

@@ -126,6 +126,16 @@ class Turn:
     thread: str = ""  # opaque thread reference, for logs
     history: tuple[Exchange, ...] = ()  # oldest first
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "question", clean_text(self.question))
+
+
+def clean_text(text: str) -> str:
+    """Text as it can be stored and shown: invalid UTF-8 from a shell (surrogate escapes) and lone
+    surrogates from a chat payload become "?"; control characters other than whitespace go."""
+    text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+    return "".join(c for c in text if c.isprintable() or c in "\n\t ")
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -163,7 +173,7 @@ class IndexReport:
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str  # "read" (render, text layer, OCR), "embed", "publish"
+    stage: str  # "wait" (for another build; document names who holds it), "read" (render, text layer, OCR), "embed", "publish"
     done: int
     total: int
     document: str = ""

@@ -130,6 +130,9 @@ class Service:
     async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
                     progress: ProgressFn | None = None) -> IndexReport:
         """Index PDFs given as paths or URLs into one new snapshot."""
+        if len(titles) > len(sources):
+            raise BadInput(f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
+                           "PDF, in the same order.")
         loaded, refused = [], []
         for i, item in enumerate(sources):
             try:
@@ -198,9 +201,10 @@ class Service:
                        "you will see its summary when it is done.")
         self._building |= keys
         try:
+            progress = progress or (lambda p: None)
             async with self._build_lock:
-                with await asyncio.to_thread(self.store.lock):
-                    return await self._build_locked(loaded, scope, progress or (lambda p: None), refused, refresh)
+                with await asyncio.to_thread(self.store.lock, lambda holder: progress(Progress("wait", 0, 1, holder))):
+                    return await self._build_locked(loaded, scope, progress, refused, refresh)
         finally:
             self._building -= keys
 

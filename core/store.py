@@ -21,6 +21,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -95,9 +96,17 @@ class IndexStore:
         _write_once(self.page_image_path(content_hash), jpeg)
 
     # --- building ------------------------------------------------------------------------------
-    def lock(self) -> "BuildLock":
-        """Block until this process holds the index's build lock (other processes included)."""
-        return BuildLock(self.root)
+    def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> "BuildLock":
+        """Block until this process holds the index's build lock (other processes included);
+        `on_wait(holder)` is called first when another build holds it."""
+        self.check_folder()
+        return BuildLock(self.root, on_wait)
+
+    def check_folder(self) -> None:
+        """IndexProblem when the index path cannot be an index folder."""
+        if self.root.exists() and not self.root.is_dir():
+            raise IndexProblem(f"{self.root} is a file, not an index folder: give --index (or PIXELRAG_INDEX_DIR) "
+                               "a folder, or move the file away.")
 
     def write_snapshot(
         self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
@@ -215,6 +224,7 @@ class IndexStore:
 
     # --- opening -------------------------------------------------------------------------------
     def active_name(self) -> str | None:
+        self.check_folder()
         pointer = self.root / "ACTIVE"
         return pointer.read_text().strip() if pointer.is_file() else None
 
@@ -320,16 +330,33 @@ def _fsync_dir(path: Path) -> None:
 
 
 class BuildLock:
-    """An exclusive flock on the index directory, released on exit. Acquire it in a thread: it blocks."""
+    """An exclusive flock on the index directory, released on exit. Acquire it in a thread: it blocks.
+    The lock file names the process holding it, so a waiting build can say whom it waits for."""
 
-    def __init__(self, root: Path):
-        root.mkdir(parents=True, exist_ok=True)
-        self.handle = open(root / ".build.lock", "w")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
+    def __init__(self, root: Path, on_wait: Callable[[str], None]):
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            self.handle = open(root / ".build.lock", "a+")
+        except PermissionError:
+            raise IndexProblem(f"Cannot write to the index folder {root} (permission denied): run as a user who "
+                               "may write there, or give --index another folder.") from None
+        except OSError as exc:
+            raise IndexProblem(f"Cannot use {root} as an index folder ({exc.strerror}).") from None
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            on_wait(self.handle.read().strip() or "another process")
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"process {os.getpid()}")
+        self.handle.flush()
 
     def __enter__(self) -> "BuildLock":
         return self
 
     def __exit__(self, *exc) -> None:
+        self.handle.truncate(0)
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()

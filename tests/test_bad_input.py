@@ -1,6 +1,8 @@
 """Bad documents, URLs and screenshots get clear messages and lose nothing already indexed."""
 from __future__ import annotations
 
+import asyncio
+
 import io
 
 import pymupdf
@@ -108,6 +110,18 @@ async def pdf_server(tmp_path):
     async def fake(request):
         return web.Response(body=b"GIF89a....", content_type="application/pdf")
 
+    @routes.get("/slow.pdf")
+    async def slow(request):  # one byte every 0.2 s: no single read ever times out
+        response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
+        await response.prepare(request)
+        try:
+            for byte in pdf:
+                await response.write(bytes([byte]))
+                await asyncio.sleep(0.2)
+        except ConnectionError:
+            pass
+        return response
+
     @routes.get("/huge.pdf")
     async def huge(request):
         response = web.StreamResponse(headers={"Content-Type": "application/pdf"})
@@ -169,3 +183,40 @@ def test_screenshot_validation():
         validate_query_image(QueryImage(png_bytes((10_000, 10_000), "1"), "", "bomb.png"), 5_000_000)
     with pytest.raises(BadInput, match="40 MB is over the 5 MB limit"):
         validate_query_image(QueryImage(b"0" * 40_000_000, "", "big.png"), 5_000_000)
+
+
+async def test_a_trickling_download_meets_its_total_deadline(pdf_server, settings):
+    settings = settings.with_(allow_private_urls=True, download_timeout_s=1.0, request_timeout_s=5.0)
+    with pytest.raises(BadInput, match="took longer than 1 s"):
+        await asyncio.to_thread(download, pdf_server + "/slow.pdf", settings)
+
+
+async def test_the_download_connects_to_the_address_that_was_checked(pdf_server, settings, monkeypatch):
+    """DNS rebinding: the name resolves to an allowed address for the check, then elsewhere."""
+    import socket
+    from types import SimpleNamespace
+    from urllib.parse import urlsplit
+
+    import core.documents as documents
+
+    port = urlsplit(pdf_server).port
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.1"] + ["10.255.255.1"] * 10)  # checked first, then "rebound"
+
+    def resolve(host, *args, **kwargs):
+        if host == "rebind.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
+        return real(host, *args, **kwargs)
+
+    class Public:  # the test server is on loopback: let the check take it for a public address
+        def __init__(self, text):
+            self.text, self.is_global = text, True
+
+        def __str__(self):
+            return self.text
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(documents, "ipaddress", SimpleNamespace(ip_address=Public))
+    settings = settings.with_(request_timeout_s=3.0)
+    source = await asyncio.to_thread(download, f"http://rebind.test:{port}/doc.pdf", settings)
+    assert source.data.startswith(b"%PDF") and source.origin == f"http://rebind.test:{port}/doc.pdf"

@@ -6,6 +6,7 @@ indexed or asked is lost, and that the person is told what happened in one clear
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,52 @@ def test_a_pdf_with_nothing_on_any_page_is_refused(env, capsys):
     doc.save(env / "blank.pdf")
     code, _, err = run(capsys, "index", str(env / "blank.pdf"))
     assert code == 2 and "has no page with anything on it" in err
+
+
+def test_invalid_utf8_in_a_question_is_answered_not_a_traceback(env, capsys):
+    pdf = text_pdf(env / "relay.pdf", ["Relay R200. Coil voltage: 24 V DC."])
+    assert run(capsys, "index", str(pdf))[0] == 0
+    broken = b"coil voltage \xff of the relay".decode("utf-8", "surrogateescape")  # what a shell hands over
+    code, out, err = run(capsys, "ask", broken, "--json")
+    assert code == 0, err
+    assert json.loads(out)["hits"][0]["title"] == "relay.pdf"
+    code, out, err = run(capsys, "ask", "coil voltage \ud800?")  # a lone surrogate, as in a Slack payload
+    assert code == 0 and "Traceback" not in err
+
+
+def test_an_index_path_that_is_a_file_or_read_only_gets_one_line(env, capsys):
+    pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
+    Path("afile").write_text("x")
+    for command in (["index", str(pdf)], ["status"], ["ask", "relay"]):
+        code, _, err = run(capsys, *command, "--index", "afile")
+        assert code == 2 and "afile is a file, not an index folder" in err, (command, err)
+    if os.geteuid() != 0:  # root writes anywhere
+        Path("ro").mkdir(mode=0o555)
+        code, _, err = run(capsys, "index", str(pdf), "--index", "ro/index")
+        assert code == 2 and "permission denied" in err
+
+
+def test_titles_beyond_the_pdfs_given_are_refused(env, capsys):
+    pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
+    code, _, err = run(capsys, "index", str(pdf), "--title", "Relay", "--title", "Pump")
+    assert code == 2 and "2 titles were given for 1 PDF(s)" in err
+    assert not Path("index/ACTIVE").exists()
+
+
+def test_a_second_build_says_it_is_waiting(env, capsys):
+    import subprocess
+    import sys
+
+    from core.store import BuildLock
+    from tests.conftest import ROOT
+
+    pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
+    Path("index").mkdir()
+    with BuildLock(Path("index"), lambda holder: None):  # another build holds the index
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "index", str(pdf)], cwd=env, text=True,
+                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        line = proc.stderr.readline()  # printed before it blocks
+        assert "waiting for another build of this index to finish (process " in line
+        assert proc.poll() is None
+    assert proc.wait(timeout=120) == 0
