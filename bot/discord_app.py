@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,10 +242,8 @@ class DiscordHandlers:
         await deliver(place.send, messages)
 
     async def _answer(self, turn: Turn, upload_limit: int, notes: list[str]) -> tuple[Answer, list[Outgoing]]:
-        # previews and crops are read into memory while their temporary directory exists
-        with tempfile.TemporaryDirectory(prefix="pixelrag-discord-") as tmp:
-            answer = await self.service.answer(turn, out_dir=Path(tmp))
-            return answer, render_answer(answer, upload_limit, notes=notes)
+        answer = await self.service.answer(turn)
+        return answer, render_answer(answer, upload_limit, notes=notes)
 
     async def _sort_attachments(self, attachments) -> tuple[list[QueryImage], list[discord.Attachment], list[str]]:
         """Screenshots are read and checked now; PDFs wait for an index request; the rest is named."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import discord
 
@@ -70,15 +69,6 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60] or "file"
 
 
-def _read(path: str | None) -> bytes | None:
-    if not path:
-        return None
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return None
-
-
 @dataclass
 class _Card:
     embed: discord.Embed
@@ -99,22 +89,14 @@ def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_li
 
     files: list[discord.File] = []
     size = 0
-    images: list[tuple[str, bytes | None, str]] = []  # (role, data, path)
-    crop, preview = _read(cite.crop_path), _read(cite.preview_path)
-    if cite.crop_path:
-        images.append(("highlight", crop, cite.crop_path))
-    if cite.preview_path:
-        images.append(("preview", preview, cite.preview_path))
+    images = [(role, data, ext) for role, data, ext in (("highlight", cite.crop, ".png"), ("preview", cite.preview, ".jpg"))
+              if data]
     placed_image = False
-    for role, data, path in images:
-        if data is None:
-            notes.append(f"{cite.label}: the {role} image could not be read.")
-            continue
+    for role, data, suffix in images:
         if len(data) > upload_limit:
             notes.append(f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
                          f"{_megabytes(upload_limit)} upload limit, so it is not shown.")
             continue
-        suffix = Path(path).suffix.lower() or ".png"
         name = _safe_name(f"c{index + 1}-p{cite.page}-{role}{suffix}")
         files.append(discord.File(io.BytesIO(data), filename=name, description=f"{cite.label} ({role})"))
         size += len(data)

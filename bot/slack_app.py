@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
@@ -193,16 +192,15 @@ class SlackBot:
             history = await self.store.history(key, limit=self.settings.history_exchanges)
             turn = Turn(question=question.strip(), images=tuple(images),
                         scope=f"slack:{team}", thread=f"slack:{team}:{channel}:{thread_ts}", history=history)
-            with tempfile.TemporaryDirectory(prefix="pixelrag-slack-") as out_dir:
-                answer = await self.service.answer(turn, out_dir=Path(out_dir))
-                messages = render.render_answer(answer)
-                # Stored before posting: a reply Slack refuses is kept for the question's retry, and a
-                # failed upload cannot lose the turn.
-                turn_id = await self.store.add(key, Exchange.of(turn.question, answer), pending_reply=messages)
-                if await self.post_answer(client, channel, thread_ts, messages):
-                    await self.store.delivered(turn_id)
-                if not answer.clarifying_question:
-                    await self.upload_previews(client, channel, thread_ts, answer)
+            answer = await self.service.answer(turn)
+            messages = render.render_answer(answer)
+            # Stored before posting: a reply Slack refuses is kept for the question's retry, and a
+            # failed upload cannot lose the turn.
+            turn_id = await self.store.add(key, Exchange.of(turn.question, answer), pending_reply=messages)
+            if await self.post_answer(client, channel, thread_ts, messages):
+                await self.store.delivered(turn_id)
+            if not answer.clarifying_question:
+                await self.upload_previews(client, channel, thread_ts, answer)
         except PixelragError as exc:
             # The message is for the user; the traceback (a Gemini outage, say) is for the log.
             log.warning("answer in %s/%s failed: %s", channel, thread_ts, exc, exc_info=True)

@@ -159,17 +159,14 @@ def render_answer(answer: Answer) -> list[dict]:
 def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
     """Page previews and highlight crops for files_upload_v2, each titled "document p. N"."""
     items: list[dict] = []
-    seen: set[str] = set()
     for citation in answer.citations:
-        for path, suffix in ((citation.preview_path, ""), (citation.crop_path, " (highlight)")):
-            if not path or path in seen or not Path(path).is_file():
+        stem = re.sub(r"[^\w.-]+", "_", Path(citation.title).stem)[:60] or "page"
+        for data, kind, ext in ((citation.preview, "page", ".jpg"), (citation.crop, "highlight", ".png")):
+            if not data:
                 continue
-            seen.add(path)
-            title = f"{citation.title} p. {citation.page}{suffix}"
-            stem = re.sub(r"[^\w.-]+", "_", Path(citation.title).stem)[:60] or "page"
-            kind = "highlight" if suffix else "page"
-            filename = f"{stem}-p{citation.page}-{kind}{Path(path).suffix or '.png'}"
-            items.append({"file": path, "title": title, "filename": filename,
+            suffix = " (highlight)" if kind == "highlight" else ""
+            items.append({"content": data, "title": f"{citation.title} p. {citation.page}{suffix}",
+                          "filename": f"{stem}-p{citation.page}-{kind}{ext}",
                           "alt_txt": f"{citation.label}{' highlight' if suffix else ' preview'}"})
             if len(items) >= limit:
                 return items

@@ -6,12 +6,14 @@ approximate — only the reader's estimated region is known; drawn dashed.
 from __future__ import annotations
 
 import io
+import re
+from dataclasses import replace
 
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from .records import Box, Citation, Highlight, Page, union_box
+from .records import Answer, Box, Citation, Highlight, Page, union_box
 from .text import tokens
 
 MIN_MATCH = 0.8  # share of the quote's tokens that must be found, in order
@@ -94,10 +96,9 @@ def _mark(image: Image.Image, hl: Highlight, origin: tuple[float, float], scale:
     _draw_box(ImageDraw.Draw(image), rect, hl.kind, max(2, int(sx) // 400))
 
 
-def write_images(citation: Citation, page: Image.Image, out_dir: Path, stem: str) -> Citation:
-    """Write the page preview (and a crop when there is a highlight); return the citation with paths.
-    `page` is the full-resolution page image; it is not modified."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def with_images(citation: Citation, page: Image.Image) -> Citation:
+    """The citation with its images: a page preview (JPEG) and, when there is a highlight, a crop of
+    the evidence (PNG). `page` is the full-resolution page image; it is not modified."""
     w, h = page.size
     hl = citation.highlight
     # Scale first, then draw: drawing on a copy of the full page costs more than the whole preview.
@@ -105,9 +106,7 @@ def write_images(citation: Citation, page: Image.Image, out_dir: Path, stem: str
                           reducing_gap=2.0) if w > PREVIEW_WIDTH else page.copy()
     if hl is not None:
         _mark(preview, hl, (0.0, 0.0), preview.size)
-    preview_path = out_dir / f"{stem}-page.jpg"
-    preview.save(preview_path, "JPEG", quality=85)
-    crop_path = None
+    crop_png = None
     if hl is not None:
         x0, y0, x1, y1 = hl.box
         # keep some context around the evidence
@@ -116,7 +115,33 @@ def write_images(citation: Citation, page: Image.Image, out_dir: Path, stem: str
         crop = page.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1),
                           max(int(cy1 * h), int(cy0 * h) + 1)))
         _mark(crop, hl, (int(cx0 * w) / w, int(cy0 * h) / h), (w, h))
-        crop_path = out_dir / f"{stem}-highlight.png"
-        crop.save(crop_path, "PNG", compress_level=1)  # fast; these files are uploaded, not archived
-    return Citation(citation.doc_id, citation.title, citation.page, citation.quote, hl, str(preview_path),
-                    str(crop_path) if crop_path else None)
+        crop_png = _encode(crop, "PNG", compress_level=1)  # fast; these are uploaded, not archived
+    return replace(citation, preview=_encode(preview, "JPEG", quality=85), crop=crop_png)
+
+
+def save_images(answer: Answer, out_dir: Path) -> Answer:
+    """Write each citation's images to `out_dir` (for the terminal and --json); the answer with their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for n, c in enumerate(answer.citations, 1):
+        stem = f"{n:02d}-{_slug(c.title)}-p{c.page}"
+        preview_path = crop_path = None
+        if c.preview is not None:
+            preview_path = out_dir / f"{stem}-page.jpg"
+            preview_path.write_bytes(c.preview)
+        if c.crop is not None:
+            crop_path = out_dir / f"{stem}-highlight.png"
+            crop_path.write_bytes(c.crop)
+        saved.append(replace(c, preview_path=str(preview_path) if preview_path else None,
+                             crop_path=str(crop_path) if crop_path else None))
+    return replace(answer, citations=tuple(saved))
+
+
+def _encode(image: Image.Image, fmt: str, **options) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, fmt, **options)
+    return buf.getvalue()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"

@@ -279,8 +279,6 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
                    reader: bool = True, variants: Sequence[str] = VARIANTS, out_dir: Path | None = None,
                    log: Callable[[str], None] | None = None, service=None) -> dict:
     """Run every question (and each screenshot variant) through the service; returns the report dict."""
-    import tempfile
-
     from .service import Service
 
     log = log or (lambda s: None)
@@ -295,7 +293,6 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
     snap = service.snapshot()[0]
     file_of = {d.doc_id: d.file_name for d in snap.documents}
     baseline = TextLayerBaseline(pdfs)
-    out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pixelrag-eval-"))
     by_id = {q.id: q for q in questions}
     answers: dict[str, Answer | None] = {}
     results: list[Result] = []
@@ -324,7 +321,8 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
             answer = None
             try:
                 answer = await service.answer(Turn(q.question, images, history=history),
-                                              out_dir / q.id / (variant or "text"), retrieve_only=not reader)
+                                              Path(out_dir) / q.id / (variant or "text") if out_dir else None,
+                                              retrieve_only=not reader)
             except Exception as exc:  # an error is a miss, recorded with its message
                 res.error = f"{type(exc).__name__}: {exc}"
             res.seconds = round(time.perf_counter() - t0, 3)

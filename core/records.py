@@ -11,6 +11,8 @@ from typing import Literal, Sequence
 Box = tuple[float, float, float, float]
 
 SHARED_SCOPE = "shared"  # documents indexed with the CLI: the operator's collection
+# What a question is about; readers classify, chat adapters label and tint answers by it.
+TOPICS = ("warranty", "complaint", "service", "instructions", "price", "other")
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,10 @@ class Citation:
     page: int
     quote: str
     highlight: Highlight | None = None
-    preview_path: str | None = None
+    preview_path: str | None = None  # set when the images were saved to files (the CLI)
     crop_path: str | None = None
+    preview: bytes | None = field(default=None, repr=False)  # page preview, JPEG
+    crop: bytes | None = field(default=None, repr=False)  # highlight crop, PNG
 
     @property
     def label(self) -> str:
@@ -116,6 +120,18 @@ class Exchange:
         """A finished turn as history for the next one (a bare screenshot is remembered as such)."""
         return cls(question or "(screenshot)", answer.clarifying_question or answer.markdown,
                    answer.interpreted_question, tuple((c.doc_id, c.page) for c in answer.citations))
+
+
+def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 12_000) -> list[Exchange]:
+    """The latest `exchanges` exchanges whose text fits in `chars`, oldest first."""
+    kept, used = [], 0
+    for ex in reversed(history[-exchanges:] if exchanges else []):
+        size = len(ex.question) + len(ex.interpreted) + len(ex.answer)
+        if used + size > chars:
+            break
+        kept.append(ex)
+        used += size
+    return list(reversed(kept))
 
 
 @dataclass(frozen=True)
@@ -156,7 +172,11 @@ class Answer:
         return self.interpreted_question.strip() != self.question.strip()
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The record as JSON-ready data; images appear by their paths, not their bytes."""
+        data = asdict(self)
+        for citation in data["citations"]:
+            del citation["preview"], citation["crop"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -169,6 +189,47 @@ class IndexReport:
     skipped: tuple[str, ...] = ()  # messages about inputs that were refused (failures)
     unchanged: tuple[Document, ...] = ()  # asked for, already indexed as they are: nothing to do
     warnings: tuple[str, ...] = ()  # what happened besides (a damaged index repaired, say)
+
+
+# --- what the backends take and give (see core/ports.py) ---------------------------------------
+
+@dataclass(frozen=True)
+class PageInput:
+    """A page to embed."""
+    page: Page  # with text-layer and OCR words
+    jpeg: bytes
+    title: str
+
+
+@dataclass(frozen=True)
+class ReaderPage:
+    """A retrieved page given to the reader."""
+    hit: Hit
+    page: Page
+    jpeg: bytes
+
+
+@dataclass(frozen=True)
+class DraftCitation:
+    doc_id: str
+    page: int
+    quote: str
+    box: Box | None = None  # reader-estimated region, normalized 0..1
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a reader returns before citations are checked and located."""
+    markdown: str
+    citations: tuple[DraftCitation, ...] = ()
+    limitations: tuple[str, ...] = ()
+    topic: str = "other"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    question: str  # standalone question to retrieve with
+    clarify: str | None = None  # set when the reference is ambiguous: ask this instead
 
 
 @dataclass(frozen=True)

@@ -1,49 +1,20 @@
-"""The one flow every adapter calls: index documents, and answer a turn of a conversation.
-
-question: resolve context -> query (text, screenshot) -> search within the turn's scope -> read at
-most top_k pages -> check and locate citations -> write previews and crops -> Answer.
-documents: validate -> render -> text layer + OCR -> embed (reusing unchanged pages) -> snapshot ->
-publish, reporting progress through a callback.
-"""
+"""The service every adapter holds: an index to build (core/indexing.py) and turns to answer
+(core/answering.py), over one store and one lazily made backend. Conversations with memory are in
+core/conversation.py."""
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import logging
-import re
-import tempfile
-import time
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
-import numpy as np
-
-from . import citations as cites
-from . import deadline
-from .backends import Backend, DraftCitation, PageInput, ReaderPage, make_backend
+from .answering import Answerer
+from .backends import make_backend
 from .config import Settings
-from .documents import Source, document_title, open_pdf, read_source, render_page
-from .errors import BadInput, Busy, IndexProblem
-from .ocr import Ocr
-from .query_images import prepare_query_images
-from .records import SHARED_SCOPE, Answer, Citation, Document, Hit, IndexReport, Page, Progress, Turn
-from .search import LexicalIndex, dense_page_scores, fuse_scores
+from .indexing import Indexer, ProgressFn
+from .ports import Backend
+from .records import SHARED_SCOPE, Answer, Document, IndexReport, Turn
+from .search import LexicalIndex
+from .snapshots import IndexView
 from .store import IndexStore, Snapshot
-
-log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[Progress], None]
-PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
-MAX_QUESTION_CHARS = 2000
-
-
-@dataclass
-class _Pending:
-    """A document being built: its record and its pages with vectors."""
-    document: Document
-    pages: list[Page]
-    vectors: list[np.ndarray]
 
 
 class Service:
@@ -51,68 +22,53 @@ class Service:
         self.settings = settings
         self.store = IndexStore(settings.index_dir)
         self._backend = backend
-        self._ocr = Ocr()
-        self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
-        self._building: set[tuple[str, str]] = set()
-        self._build_lock = asyncio.Lock()
-        self._load_lock = asyncio.Lock()
+        self.view = IndexView(self.store)
+        self.indexer = Indexer(settings, self.store, self.view, lambda: self.backend)
+        self.answerer = Answerer(settings, self.store, self.view, lambda: self.backend)
 
     @property
     def backend(self) -> Backend:
-        if self._backend is None:
+        if self._backend is None:  # made on first use: loading models or clients takes seconds
             self._backend = make_backend(self.settings)
         return self._backend
 
-    # --- reading the index --------------------------------------------------------------------
-    def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
-        name = self.store.active_name()
-        if name is None:
-            return None
-        if self._cached is None or self._cached[0] != name:
-            snap = self.store.open()
-            titles = {d.doc_id: d.title for d in snap.documents}
-            lexical = LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in snap.pages])
-            self._cached = (name, snap, lexical)
-        return self._cached[1], self._cached[2]
+    # --- answering ----------------------------------------------------------------------------
+    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
+        """Answer one turn; with `out_dir`, the citation images are also written there."""
+        return await self.answerer.answer(turn, out_dir, retrieve_only)
 
-    def _current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
-        """The cache, when it still holds the active snapshot."""
-        cached = self._cached
-        return cached if cached is not None and cached[0] == self.store.active_name() else None
+    # --- the index ----------------------------------------------------------------------------
+    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
+                    progress: ProgressFn | None = None) -> IndexReport:
+        return await self.indexer.index(sources, titles=titles, scope=scope, progress=progress)
 
-    def _active_snapshot(self) -> Snapshot | None:
-        """The active snapshot for a build to start from: the cached one when current, else opened
-        (and verified, which reads every source PDF) without building BM25 for it."""
-        current = self._current()
-        return current[1] if current else self.store.open()
+    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
+                          progress: ProgressFn | None = None) -> IndexReport:
+        return await self.indexer.index_bytes(data, name, scope=scope, title=title, progress=progress)
 
-    async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
-        """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
-        builds BM25 (about 1 ms per page), which must not stall a bot's event loop."""
-        if current := self._current():
-            return current[1], current[2]
-        async with self._load_lock:
-            return await asyncio.to_thread(self.snapshot)
+    async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
+        return await self.indexer.reindex(scope, document, progress)
 
-    async def warm_up(self) -> None:
-        """Open the index before the first question; a damaged one is logged here and reported to whoever
-        asks (so that a bot still starts and can re-index it)."""
-        try:
-            await self.load()
-        except IndexProblem as exc:
-            log.warning("the index cannot be opened: %s", exc)
+    async def remove(self, scope: str, document: str) -> Document:
+        return await self.indexer.remove(scope, document)
+
+    async def repair(self):
+        return await self.indexer.repair()
 
     def documents(self, scope: str) -> list[Document]:
-        """What a scope can see: its own documents and the shared collection (from the manifest: cheap
-        enough for a chat command's acknowledgement)."""
-        current = self._current()
-        if current:
-            return _visible(current[1].documents, scope)
-        catalog = self.store.catalog()
-        return _visible(catalog.documents, scope) if catalog else []
+        return self.view.documents(scope)
+
+    def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
+        return self.view.snapshot()
+
+    async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
+        return await self.view.load()
+
+    async def warm_up(self) -> None:
+        await self.view.warm_up()
 
     def indexing_now(self) -> list[str]:
-        return sorted(name for _, name in self._building)
+        return self.indexer.indexing_now()
 
     def status(self) -> dict:
         catalog = self.store.catalog()
@@ -125,415 +81,3 @@ class Service:
             "pages": catalog.pages if catalog else 0,
             "indexing_now": self.indexing_now(),
         }
-
-    # --- building the index -------------------------------------------------------------------
-    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
-                    progress: ProgressFn | None = None) -> IndexReport:
-        """Index PDFs given as paths or URLs into one new snapshot."""
-        if len(titles) > len(sources):
-            raise BadInput(f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
-                           "PDF, in the same order.")
-        loaded, refused = [], []
-        for i, item in enumerate(sources):
-            try:
-                loaded.append((await asyncio.to_thread(read_source, item, self.settings), _at(titles, i)))
-            except BadInput as exc:
-                refused.append(str(exc))
-        return await self._build(loaded, scope, progress, refused)
-
-    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
-                          progress: ProgressFn | None = None) -> IndexReport:
-        """Index a PDF received as a chat attachment."""
-        if len(data) > self.settings.max_pdf_bytes:
-            raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-        return await self._build([(Source(data, name, f"attachment:{name}"), title)], scope, progress, [])
-
-    async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
-        """Fetch the documents again from where they came from (the stored copy if that fails)."""
-        targets = [self._find(scope, document)] if document else [d for d in self.documents(scope) if d.scope == scope]
-        if not targets:
-            raise BadInput("There is nothing to re-index here yet.")
-        loaded = []
-        for doc in targets:
-            try:
-                source = await asyncio.to_thread(read_source, doc.source, self.settings)
-            except BadInput:
-                source = Source(self.store.source_path(doc.sha256).read_bytes(), doc.file_name, doc.source)
-            loaded.append((replace(source, name=doc.file_name), doc.title))
-        return await self._build(loaded, scope, progress, [], refresh=True)
-
-    async def remove(self, scope: str, document: str) -> Document:
-        doc = self._find(scope, document)
-        if doc.scope != scope:
-            raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
-
-        def rewrite() -> None:
-            snap = self._active_snapshot()
-            keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
-            rows = snap.page_rows()
-            name = self.store.write_snapshot(
-                snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
-                [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
-            self.store.publish(name)
-
-        async with self._build_lock:
-            with await asyncio.to_thread(self.store.lock):
-                await asyncio.to_thread(rewrite)
-        await self.load()
-        return doc
-
-    def _find(self, scope: str, document: str) -> Document:
-        wanted = document.strip().lower()
-        documents = self.documents(scope)
-        for doc in documents:
-            if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
-                return doc
-        names = ", ".join(d.title for d in documents) or "none"
-        raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
-
-    async def _build(self, loaded: list[tuple[Source, str | None]], scope: str, progress: ProgressFn | None,
-                     refused: list[str], refresh: bool = False) -> IndexReport:
-        if not loaded:
-            raise BadInput("\n".join(refused) or "Nothing to index.")
-        keys = {(scope, source.name) for source, _ in loaded}
-        if busy := keys & self._building:
-            raise Busy(f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
-                       "you will see its summary when it is done.")
-        self._building |= keys
-        try:
-            progress = progress or (lambda p: None)
-            async with self._build_lock:
-                with await asyncio.to_thread(self.store.lock, lambda holder: progress(Progress("wait", 0, 1, holder))):
-                    return await self._build_locked(loaded, scope, progress, refused, refresh)
-        finally:
-            self._building -= keys
-
-    async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
-        backend = self.backend
-        built_with = backend.built_with
-        warnings: list[str] = []
-        items = [(source, title, scope) for source, title in loaded]
-        try:
-            previous = await asyncio.to_thread(self._active_snapshot)
-            damaged = False
-        except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
-            log.warning("building over a damaged index: %s", exc)
-            previous, recovered = await asyncio.to_thread(self._recover, exc, warnings)
-            items += recovered
-            damaged = True
-        if previous is not None:
-            backend.check_index(previous.built_with)
-        documents = list(previous.documents) if previous else []
-        by_doc: dict[str, list[int]] = {}
-        if previous:
-            for i, p in enumerate(previous.pages):
-                by_doc.setdefault(p.doc_id, []).append(i)
-        reuse_rows = previous.page_rows() if previous else {}
-        reuse_pages = {p.content_hash: p for p in previous.pages} if previous else {}
-
-        built: list[_Pending] = []
-        unchanged: list[Document] = []
-        embedded = reused = 0
-        seen: set[tuple[str, str]] = set()
-        for source, title, where in items:
-            if (where, source.sha256) in seen:  # the same file given twice is indexed once
-                continue
-            seen.add((where, source.sha256))
-            same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
-            if same and not refresh:
-                unchanged.append(same)  # up to date: nothing to do, and not a failure
-                continue
-            try:
-                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages,
-                                                                   progress, warnings)
-            except BadInput as exc:
-                refused.append(str(exc))
-                continue
-            embedded, reused = embedded + n_new, reused + n_old
-            # A new version replaces the document from the same place (path, URL, attachment name) or
-            # with the same content in this scope; two "manual.pdf" from different URLs both stay.
-            documents = [d for d in documents if not (d.scope == where and d.source == source.origin)
-                         and not (d.scope == where and d.sha256 == source.sha256)]
-            built.append(pending)
-        if not built and not damaged:
-            if refused:
-                raise BadInput("\n".join(refused))
-            return IndexReport((), len(previous.pages), 0, 0, previous.name, unchanged=tuple(unchanged))
-
-        kept = list(documents)
-        pages, vectors = [], []
-        for doc in kept:
-            for i in by_doc.get(doc.doc_id, []):
-                page = previous.pages[i]
-                pages.append(page)
-                vectors.append(reuse_rows[page.content_hash])
-        for item in built:
-            kept.append(item.document)
-            pages.extend(item.pages)
-            vectors.extend(item.vectors)
-        progress(Progress("publish", 0, 1))
-        name = await asyncio.to_thread(self.store.write_snapshot, built_with, kept, pages, vectors)
-        self.store.publish(name)
-        await self.load()  # the first question after indexing should not wait for it
-        progress(Progress("publish", 1, 1))
-        asked = {(where, source.sha256) for source, _, where in items[:len(loaded)]}
-        return IndexReport(tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
-                           len(pages), embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
-
-    async def repair(self) -> tuple[str | None, list[Path]]:
-        """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
-        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
-        async with self._build_lock:
-            with await asyncio.to_thread(self.store.lock):
-                return await asyncio.to_thread(self.store.repair)
-
-    def _recover(self, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
-        """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
-        the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
-        active = self.store.active_name()
-        previous = self.store.newest_intact()
-        listed = self.store.documents_of(active) if active else None
-        warnings.append(f"The index was damaged ({problem}).")
-        if previous is not None:
-            warnings.append(f"Its documents were carried over from the intact snapshot {previous.name}.")
-        if listed is None:
-            # Which documents the damaged snapshot held is unknown: if PDFs are stored that the intact
-            # snapshot does not list, building now would drop them. Refuse and say how to repair.
-            if orphans := self.store.orphaned_sources(previous):
-                raise IndexProblem(
-                    f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
-                    f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
-                    f"`pixelrag repair --index {self.store.root}`: it makes the newest intact snapshot active and "
-                    "moves those PDFs where you can index them again.")
-            return previous, []
-        have = {d.doc_id for d in previous.documents} if previous else set()
-        recovered = []
-        for doc in listed:
-            if doc.doc_id in have:
-                continue
-            path = self.store.source_path(doc.sha256)
-            data = path.read_bytes() if path.is_file() else b""
-            if hashlib.sha256(data).hexdigest() != doc.sha256:
-                warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
-                                "Index it again.")
-                continue
-            recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
-            warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
-        return previous, recovered
-
-    async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
-                              reuse_pages: dict, progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
-        pdf = await asyncio.to_thread(open_pdf, source, self.settings)
-        embedding: asyncio.Task | None = None
-        try:
-            document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
-                                pdf.page_count, scope, source.origin)
-            await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
-            total = pdf.page_count
-            # Enough pages per step to keep every allowed embedding request busy.
-            step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
-            pages: list[Page] = []
-            vectors: list[np.ndarray | None] = []
-            blank: list[int] = []
-            finished = embedded = 0
-
-            def report(n: int) -> None:
-                nonlocal finished
-                finished += n
-                progress(Progress("embed", min(finished, total), total, document.title))
-
-            async def embed(fresh: list[tuple[int, PageInput]]) -> None:
-                new = await self.backend.embedder.embed_pages([item for _, item in fresh], report)
-                if len(new) != len(fresh):
-                    raise IndexProblem(f"The embedder returned {len(new)} vectors for {len(fresh)} pages.")
-                for (slot, _), vector in zip(fresh, new):
-                    vectors[slot] = vector
-
-            for start in range(0, total, step_size):
-                # Render and read this step while the previous step's pages are being embedded.
-                fresh: list[tuple[int, PageInput]] = []
-                step = range(start, min(total, start + step_size))
-                for page, jpeg, reused, empty in await self._prepare_pages(pdf, step, document, reuse_rows,
-                                                                            reuse_pages, progress):
-                    if empty:
-                        blank.append(page.page)
-                    pages.append(page)
-                    vectors.append(reuse_rows[page.content_hash] if reused else None)
-                    if not reused:
-                        fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
-                if embedding is not None:
-                    await embedding
-                report(min(step_size, total - start) - len(fresh))  # reused pages are done already
-                embedded += len(fresh)
-                embedding = asyncio.create_task(embed(fresh)) if fresh else None
-            if len(blank) == total:
-                damage = " is damaged (PyMuPDF had to repair it) and" if pdf.is_repaired else ""
-                raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
-            if embedding is not None:
-                await embedding
-            if pdf.is_repaired:
-                empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
-                warnings.append(f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
-                                f"short): it was indexed as far as it could be read{empty}. Index the complete "
-                                "file again when you have it.")
-            return _Pending(document, pages, vectors), embedded, total - embedded
-        finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()
-            pdf.close()
-
-    async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
-                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool, bool]]:
-        """Render pages and read their words: (page, jpeg, reused, blank). Unchanged pixels reuse earlier work."""
-        rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
-        out = []
-        for r in rendered:
-            progress(Progress("read", r.page.page, document.page_count, document.title))
-            await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
-            old = reuse_pages.get(r.page.content_hash)
-            if old is not None and r.page.content_hash in reuse_rows:
-                # Unchanged pixels: keep the earlier words (OCR included) and vectors.
-                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True, r.blank))
-                continue
-            page = r.page
-            if self.backend.ocr_queries and r.needs_ocr:
-                extra = await asyncio.to_thread(
-                    self._ocr.page_words, r.jpeg, self.settings.render_dpi, self.settings.ocr_dpi,
-                    page.words, 1 + max((w.line for w in page.words), default=0))
-                page = replace(page, words=page.words + tuple(extra))
-            out.append((page, r.jpeg, False, r.blank))
-        return out
-
-    # --- answering ----------------------------------------------------------------------------
-    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
-        # One budget for the whole question: retries of one call cannot add up past it.
-        with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, out_dir, retrieve_only)
-
-    async def _answer(self, turn: Turn, out_dir: Path | None, retrieve_only: bool) -> Answer:
-        timings: dict[str, float] = {}
-        clock = time.perf_counter()
-
-        def lap(stage: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[stage] = round((now - clock) * 1000, 2)
-            clock = now
-
-        question = " ".join(turn.question.split())
-        if not question and not turn.images:
-            raise BadInput("Ask a question, attach a screenshot, or both.")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
-        # Decoded and normalised once (a few hundred ms for a large PNG: off the loop).
-        images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
-        backend = self.backend
-
-        # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
-        resolution = await backend.resolver.resolve(question, turn.history) if question else None
-        interpreted = resolution.question if resolution else question
-        lap("context")
-        if resolution and resolution.clarify:
-            return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
-                          backend=backend.name, timings=timings)
-
-        loaded = await self.load()
-        visible = {d.doc_id: d for d in _visible(loaded[0].documents, turn.scope)} if loaded else {}
-        if not loaded or not visible:
-            return Answer(question, interpreted,
-                          "No documents are indexed here yet. Index a PDF first, then ask again.",
-                          limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
-        snap, lexical = loaded
-        backend.check_index(snap.built_with)
-
-        query_text = interpreted
-        if backend.ocr_queries and images:
-            texts = [await asyncio.to_thread(self._ocr.image_text, img.data) for img in images]
-            query_text = "\n".join([interpreted, *texts]).strip()
-            lap("query_ocr")
-        qvec = await backend.embedder.embed_query(query_text, () if backend.ocr_queries else images)
-        lap("embed_query")
-        allowed = np.isin(snap.page_docs, list(visible))
-        # Search and citation drawing are CPU work (280 ms at 1M pages; ~70 ms of image work): off the loop.
-        hits = await asyncio.to_thread(self._search, snap, lexical, visible, allowed, query_text, qvec)
-        lap("search")
-        if retrieve_only:
-            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
-                          timings=timings)
-
-        attached = [ReaderPage(h, snap.by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
-        # A reader that cannot see pixels gets the screenshot's OCR text as part of the question.
-        draft = await backend.reader.read(query_text if backend.ocr_queries else interpreted, attached, images)
-        lap("read")
-
-        limitations = draft.limitations
-        if backend.lexical and (absent := lexical.absent_words(interpreted, allowed)):
-            # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
-            limitations += ("None of the documents here contain " + ", ".join(f"“{w}”" for w in absent)
-                            + ": they may not state this, or may word it differently.",)
-        out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pixelrag-"))
-        accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached, out_dir)
-        lap("citations")
-        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                      image_notes + tuple(notes), draft.topic, None, backend.name, timings)
-
-    def _search(self, snap: Snapshot, lexical: LexicalIndex, visible: dict[str, Document], allowed: np.ndarray,
-                text: str, qvec: np.ndarray) -> list[Hit]:
-        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
-        if self.backend.lexical:
-            fused = fuse_scores(dense, lexical.scores(text), allowed, self.settings.top_k, lexical.coverage(text, allowed))
-        else:
-            fused = fuse_scores(dense, None, allowed, self.settings.top_k)
-        return [
-            Hit(snap.pages[i].doc_id, visible[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
-                str(self.store.page_image_path(snap.pages[i].content_hash)))
-            for i, score in fused
-        ]
-
-    def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage],
-                         out_dir: Path) -> tuple[list[Citation], list[str]]:
-        """Keep citations of attached pages only; locate their quotes; draw their images."""
-        pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
-        decoded: dict[str, object] = {}  # each page image is decoded once, however often it is cited
-        accepted, notes = [], []
-        for n, draft in enumerate(drafts, 1):
-            rp = pages.get((draft.doc_id, draft.page))
-            if rp is None:
-                notes.append(f"A citation of page {draft.page} was dropped: that page was not among the pages read.")
-                continue
-            citation = Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
-                                cites.highlight(draft.quote, rp.page, draft.box))
-            try:
-                if rp.hit.image_path not in decoded:
-                    decoded[rp.hit.image_path] = cites.load_page(rp.jpeg)
-                citation = cites.write_images(citation, decoded[rp.hit.image_path], out_dir,
-                                              f"{n:02d}-{_slug(rp.hit.title)}-p{draft.page}")
-            except OSError as exc:
-                log.exception("could not write citation images")
-                notes.append(f"Images for {citation.label} could not be written ({exc}).")
-            accepted.append(citation)
-        return accepted, notes
-
-
-def _visible(documents: Sequence[Document], scope: str) -> list[Document]:
-    return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]
-
-
-def _at(items: Sequence, i: int):
-    return items[i] if i < len(items) else None
-
-
-def _ranges(numbers: list[int]) -> str:
-    """[1, 2, 3, 7] -> '1-3, 7'."""
-    out, start = [], None
-    for i, n in enumerate(numbers):
-        start = n if start is None else start
-        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
-            out.append(str(n) if n == start else f"{start}-{n}")
-            start = None
-    return ", ".join(out)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"
-

@@ -10,6 +10,7 @@ process (or, after the lease, by anyone): once, not never.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -40,6 +41,7 @@ MIGRATIONS = (
     """,
 )
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
+ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
 
 class ThreadStore:
@@ -48,17 +50,29 @@ class ThreadStore:
         self.lease_s = lease_s  # after this, an unfinished claim of a live process may be taken over
         self.owner = uuid.uuid4().hex  # this process's claims
         self._db: aiosqlite.Connection | None = None
+        self._closed = False
+        self._opening = asyncio.Lock()  # two first deliveries at once must not both migrate
 
     async def open(self) -> "ThreadStore":
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = await aiosqlite.connect(self.path)
-            await migrate(self._db)
-            await self._db.execute("DELETE FROM events WHERE done = 1 AND created < ?", (time.time() - KEEP_EVENTS_S,))
-            await self._db.commit()
+        if self._closed:
+            raise RuntimeError("the thread store is closed")  # a late task must not leave a connection open
+        async with self._opening:
+            if self._db is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = await aiosqlite.connect(self.path)
+                try:
+                    await migrate(db)
+                    await db.execute("DELETE FROM events WHERE done = 1 AND created < ?",
+                                     (time.time() - KEEP_EVENTS_S,))
+                    await db.commit()
+                except BaseException:
+                    await db.close()
+                    raise
+                self._db = db
         return self
 
     async def close(self) -> None:
+        self._closed = True
         if self._db is not None:
             await self._db.close()
             self._db = None
@@ -68,7 +82,7 @@ class ThreadStore:
         assert self._db is not None
         return self._db
 
-    async def add(self, key: tuple[str, str, str, str], exchange: Exchange, pending_reply: object = None) -> int:
+    async def add(self, key: ThreadKey, exchange: Exchange, pending_reply: object = None) -> int:
         """Store a turn; `pending_reply` is the rendered reply while it is not yet posted."""
         db = await self._conn()
         cursor = await db.execute(
@@ -85,7 +99,7 @@ class ThreadStore:
         await db.execute("UPDATE turns SET pending_reply = NULL WHERE id = ?", (turn_id,))
         await db.commit()
 
-    async def pending_reply(self, key: tuple[str, str, str, str], question: str) -> tuple[int, object] | None:
+    async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
         """The stored, unposted reply to the thread's latest turn when it asked `question`."""
         db = await self._conn()
         async with db.execute(
@@ -96,7 +110,7 @@ class ThreadStore:
             return None
         return row[0], json.loads(row[2])
 
-    async def history(self, key: tuple[str, str, str, str], limit: int = 4) -> tuple[Exchange, ...]:
+    async def history(self, key: ThreadKey, limit: int = 4) -> tuple[Exchange, ...]:
         """The latest `limit` exchanges of a thread, oldest first."""
         db = await self._conn()
         async with db.execute(
@@ -109,7 +123,7 @@ class ThreadStore:
             Exchange(q, a, i, tuple(tuple(c) for c in json.loads(cited))) for q, i, a, cited in reversed(rows)
         )
 
-    async def knows_thread(self, key: tuple[str, str, str, str]) -> bool:
+    async def knows_thread(self, key: ThreadKey) -> bool:
         return bool(await self.history(key, limit=1))
 
     async def claim(self, event_id: str) -> bool:

@@ -60,3 +60,18 @@ def brochure_index(tmp_path_factory, brochure) -> Path:
     index_dir = tmp_path_factory.mktemp("brochure-index")
     asyncio.run(Service(Settings(index_dir=index_dir, backend="local")).index([str(brochure)]))
     return index_dir
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_database_threads():
+    """A thread store left open keeps a non-daemon aiosqlite thread alive, and the interpreter then
+    never exits: fail the test that leaves one behind, not the whole run at its end."""
+    import threading
+
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    left = [t for t in threading.enumerate() if t.ident not in before and "_connection_worker_thread" in t.name
+            and t.is_alive()]
+    for t in left:
+        t.join(2)
+    assert not [t for t in left if t.is_alive()], "a ThreadStore was left open"

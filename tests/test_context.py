@@ -1,7 +1,7 @@
 """The local follow-up resolver: a follow-up gets the thread's subject, joined in the question's language."""
 from __future__ import annotations
 
-from core.context import HeuristicResolver
+from core.backends.local.context import HeuristicResolver
 from core.records import Exchange
 
 

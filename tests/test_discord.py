@@ -195,12 +195,9 @@ class FakeService:
             raise self.fail
         cites = []
         for i in range(self.citations):
-            preview = out_dir / f"preview-{i}.jpg"
-            crop = out_dir / f"crop-{i}.png"
-            preview.write_bytes(png_bytes((60, 80)))
-            crop.write_bytes(png_bytes((30, 10)))
             cites.append(Citation("d" * 16, "Dishwasher manual", i + 1, "Warranty: 2 years from purchase.",
-                                  Highlight("exact", (0.1, 0.1, 0.5, 0.2)), str(preview), str(crop)))
+                                  Highlight("exact", (0.1, 0.1, 0.5, 0.2)),
+                                  preview=png_bytes((60, 80)), crop=png_bytes((30, 10))))
         return Answer(turn.question, self.interpreted or turn.question, self.markdown, citations=tuple(cites),
                       topic=self.topic, clarifying_question=self.clarify)
 
@@ -418,11 +415,7 @@ async def test_interpreted_question_clarifying_question_and_notes(store):
 
 
 def test_render_skips_oversize_files_with_visible_note(tmp_path):
-    big = tmp_path / "preview.jpg"
-    big.write_bytes(b"\xff" * 5000)
-    small = tmp_path / "crop.png"
-    small.write_bytes(png_bytes())
-    cite = Citation("d" * 16, "Price list", 3, "EUR 499", None, str(big), str(small))
+    cite = Citation("d" * 16, "Price list", 3, "EUR 499", None, preview=b"\xff" * 5000, crop=png_bytes())
     answer = Answer("price?", "price?", "EUR 499.", citations=(cite,), topic="price")
     [out] = render_answer(answer, upload_limit=4000)
     assert [f.filename for f in out.files] == ["c1-p3-highlight.png"]
@@ -434,10 +427,7 @@ def test_render_skips_oversize_files_with_visible_note(tmp_path):
 def test_render_at_most_ten_files_and_embeds_per_message(tmp_path):
     cites = []
     for i in range(7):  # 7 citations x 2 images = 14 files: two messages
-        p, c = tmp_path / f"p{i}.jpg", tmp_path / f"c{i}.png"
-        p.write_bytes(png_bytes())
-        c.write_bytes(png_bytes())
-        cites.append(Citation("d" * 16, "Manual", i + 1, "quote", None, str(p), str(c)))
+        cites.append(Citation("d" * 16, "Manual", i + 1, "quote", None, preview=png_bytes(), crop=png_bytes()))
     messages = render_answer(Answer("q", "q", "answer", citations=tuple(cites)))
     assert len(messages) == 2
     for out in messages:

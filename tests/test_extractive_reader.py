@@ -4,11 +4,10 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from core.backends import ReaderPage
 from core.documents import text_words
-from core.embedders import LocalEmbedder
-from core.readers import ExtractiveReader, runs_on
-from core.records import Hit, Page, Word
+from core.backends.local.embedder import LocalEmbedder
+from core.backends.local.reader import ExtractiveReader, runs_on
+from core.records import Hit, Page, ReaderPage, Word
 
 
 def pages_of(tmp_path, bodies: list[str]) -> list[ReaderPage]:

@@ -10,10 +10,12 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from core.backends import PageInput, ReaderPage
 from core.errors import BadInput, RemoteError
-from core.gemini import UNKNOWN_DOC, batches, box_from_2d, gemini_backend, history_text
-from core.records import Exchange, Hit, Page, QueryImage, Word
+from core.backends.gemini import gemini_backend
+from core.backends.gemini.context import history_text
+from core.backends.gemini.embedder import batches
+from core.backends.gemini.reader import UNKNOWN_DOC, box_from_2d
+from core.records import Exchange, Hit, Page, PageInput, QueryImage, ReaderPage, Word
 from tests.fake_gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
 
 DIM = 128  # the smallest outputDimensionality the API accepts

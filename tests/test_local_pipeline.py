@@ -100,7 +100,7 @@ async def test_reindexing_unchanged_pages_embeds_and_ocrs_nothing(service, broch
     def no_ocr(*args, **kwargs):
         raise AssertionError("OCR ran on an unchanged page")
 
-    monkeypatch.setattr(service._ocr, "page_words", no_ocr)
+    monkeypatch.setattr(service.backend.ocr, "page_words", no_ocr)
     report = await service.reindex("shared")
     assert report.pages_embedded == 0 and report.pages_reused == 4
     answer = await service.answer(Turn("mounting hole spacing"), retrieve_only=True)

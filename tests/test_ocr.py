@@ -5,7 +5,7 @@ import io
 
 from PIL import Image, ImageDraw, ImageFont
 
-from core.ocr import Ocr, drop_stray_glyphs
+from core.backends.local.ocr import Ocr, drop_stray_glyphs
 
 
 def test_stray_cjk_glyphs_are_dropped_from_latin_screenshots_only():

@@ -691,12 +691,7 @@ def test_clarifying_question_is_posted_as_a_question():
 
 
 def test_upload_items_are_capped_and_titled(tmp_path):
-    cites = []
-    for p in range(1, 8):
-        preview, crop = tmp_path / f"p{p}.png", tmp_path / f"c{p}.png"
-        preview.write_bytes(b"x")
-        crop.write_bytes(b"x")
-        cites.append(Citation("d1", "manual.pdf", p, "q", preview_path=str(preview), crop_path=str(crop)))
+    cites = [Citation("d1", "manual.pdf", p, "q", preview=b"x", crop=b"x") for p in range(1, 8)]
     items = render.upload_items(Answer("q", "q", "a", citations=tuple(cites)))
     assert len(items) == 10
     assert items[0]["title"] == "manual.pdf p. 1" and items[1]["title"] == "manual.pdf p. 1 (highlight)"

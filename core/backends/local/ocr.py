@@ -13,7 +13,7 @@ import threading
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .records import Word
+from ...records import Word
 
 MIN_SCORE = 0.5
 

@@ -2,8 +2,7 @@
 
 A passage is a printed line of a retrieved page (text layer or OCR). Short lines, such as table
 cells, are widened with the words printed at the same height, so "Operating voltage" brings its
-"5V" along; a quote that stops mid-sentence runs on to the sentence's end. The Gemini reader lives in
-core/gemini.py.
+"5V" along; a quote that stops mid-sentence runs on to the sentence's end.
 """
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .backends import Draft, DraftCitation, ReaderPage
-from .records import Box, Page, QueryImage, Word, union_box
-from .text import STOPWORDS, content_tokens, fold, stem
+from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
+from ...text import STOPWORDS, content_tokens, fold, stem
 
 MAX_QUOTES = 3
 SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
@@ -28,7 +26,7 @@ LOCAL_NOTICE = (
 )
 PRICE_WORDS = re.compile(r"\b(price|prices|cost|costs|pric\w*|preis\w*|kosten|cena|ceny|koszt\w*)\b", re.I)
 CURRENCY = re.compile(r"(€|\$|£|\bEUR\b|\bUSD\b|\bPLN\b|\bzł|\bCHF\b)", re.I)
-TOPICS = [
+TOPIC_CUES = [  # words that give a question's topic away (the topics: records.TOPICS)
     ("warranty", ("warrant", "garantie", "gewährleistung", "gwarancj")),
     ("complaint", ("complain", "reklamation", "beschwerde", "reklamacj", "defect")),
     ("price", ("price", "cost", "preis", "kosten", "cena", "koszt")),
@@ -124,7 +122,7 @@ def repeated_lines(pages_lines: list[list[tuple[Word, ...]]], margin: float = 0.
 
 def topic_of(question: str) -> str:
     q = fold(question)
-    for topic, keys in TOPICS:
+    for topic, keys in TOPIC_CUES:
         if any(fold(k) in q for k in keys):
             return topic
     return "other"

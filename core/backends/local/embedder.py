@@ -4,7 +4,7 @@ A page becomes several rows (one per ~50-word passage, each prefixed with the do
 search scores a page by its best row. Short passages keep e5 focused: a 120-word chunk averages a
 spec line into its neighbours, a 50-word one still carries it (dev set: dense evidence_first .63 -> .71).
 The chunking is part of the model name recorded in the index, so an index embedded with another
-chunking is refused instead of being mixed. The Gemini embedder lives in core/gemini.py.
+chunking is refused instead of being mixed.
 """
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .backends import PageInput
-from .records import QueryImage
+from ...records import PageInput, QueryImage
 
 CHUNK_WORDS = 50
 

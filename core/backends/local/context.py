@@ -1,8 +1,7 @@
 """Follow-up questions: thread history in, a standalone question (or a clarifying question) out.
 
-History supplies references only; every answer reads fresh pages. The Gemini resolver (one small
-text-only call) lives in core/gemini.py; this module holds the local heuristic and the trimming
-both use.
+History supplies references only; every answer reads fresh pages. This is the local heuristic;
+the Gemini backend asks its model instead (core/backends/gemini/context.py).
 """
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import re
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from .backends import Resolution
-from .records import Exchange
+from ...records import Exchange, Resolution, trim_history
 
 FOLLOW_UP_START = re.compile(
     r"^\s*(and|also|what about|how about|und|und was|was ist mit|a|i|oraz|a co z|a jak)\b[\s,]*", re.I
@@ -38,18 +36,6 @@ CONNECTORS = (
     ("von", {"der", "die", "das", "ist", "sind", "wie", "welche", "welcher", "welches", "und", "groß", "hoch", "breit"}),
     ("dla", {"jaki", "jaka", "jakie", "jest", "są", "ile", "czy", "jak", "gdzie", "który", "która", "które"}),
 )
-
-
-def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 12_000) -> list[Exchange]:
-    """The latest `exchanges` exchanges whose text fits in `chars`, oldest first."""
-    kept, used = [], 0
-    for ex in reversed(history[-exchanges:] if exchanges else []):
-        size = len(ex.question) + len(ex.interpreted) + len(ex.answer)
-        if used + size > chars:
-            break
-        kept.append(ex)
-        used += size
-    return list(reversed(kept))
 
 
 def _bare(word: str) -> str:

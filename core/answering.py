@@ -1,0 +1,129 @@
+"""Answering one turn: resolve context -> query (text, screenshots) -> search within the turn's scope ->
+read at most top_k pages -> check and locate citations -> draw previews and crops -> Answer."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import citations as cites
+from . import deadline
+from .config import Settings
+from .errors import BadInput
+from .ports import Backend
+from .query_images import prepare_query_images
+from .records import Answer, Citation, Document, DraftCitation, Hit, ReaderPage, Turn
+from .search import LexicalIndex, dense_page_scores
+from .snapshots import IndexView, visible
+from .store import IndexStore, Snapshot
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+
+
+class Answerer:
+    def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
+        self.settings, self.store, self.view, self.backend = settings, store, view, backend
+
+    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
+        # One budget for the whole question: retries of one call cannot add up past it.
+        with deadline.budget(self.settings.answer_timeout_s):
+            return await self._answer(turn, out_dir, retrieve_only)
+
+    async def _answer(self, turn: Turn, out_dir: Path | None, retrieve_only: bool) -> Answer:
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[stage] = round((now - clock) * 1000, 2)
+            clock = now
+
+        question = " ".join(turn.question.split())
+        if not question and not turn.images:
+            raise BadInput("Ask a question, attach a screenshot, or both.")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
+        # Decoded and normalised once (a few hundred ms for a large PNG: off the loop).
+        images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
+        backend = self.backend()
+
+        # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
+        resolution = await backend.resolver.resolve(question, turn.history) if question else None
+        interpreted = resolution.question if resolution else question
+        lap("context")
+        if resolution and resolution.clarify:
+            return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
+                          backend=backend.name, timings=timings)
+
+        loaded = await self.view.load()
+        documents = {d.doc_id: d for d in visible(loaded[0].documents, turn.scope)} if loaded else {}
+        if not loaded or not documents:
+            return Answer(question, interpreted,
+                          "No documents are indexed here yet. Index a PDF first, then ask again.",
+                          limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
+        snap, lexical = loaded
+        backend.check_index(snap.built_with)
+
+        query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
+        if images:
+            lap("query_ocr")
+        qvec = await backend.embed_query(query_text, images)
+        lap("embed_query")
+        allowed = np.isin(snap.page_docs, list(documents))
+        # Search and citation drawing are CPU work (hundreds of ms at a million pages): off the loop.
+        hits = await asyncio.to_thread(self._search, snap, lexical, documents, allowed, query_text, qvec)
+        lap("search")
+        if retrieve_only:
+            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
+                          timings=timings)
+
+        attached = [ReaderPage(h, snap.by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
+        draft = await backend.read(interpreted, query_text, attached, images)
+        lap("read")
+
+        limitations = draft.limitations + backend.limitations(lexical, interpreted, allowed)
+        accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
+        lap("citations")
+        answer = Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
+                        image_notes + tuple(notes), draft.topic, None, backend.name, timings)
+        return cites.save_images(answer, Path(out_dir)) if out_dir else answer
+
+    def _search(self, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document], allowed: np.ndarray,
+                text: str, qvec: np.ndarray) -> list[Hit]:
+        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
+        ranked = self.backend().rank(dense, lexical, text, allowed, self.settings.top_k)
+        return [
+            Hit(snap.pages[i].doc_id, documents[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
+                str(self.store.page_image_path(snap.pages[i].content_hash)))
+            for i, score in ranked
+        ]
+
+    def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
+        """Keep citations of attached pages only; locate their quotes; draw their images."""
+        pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
+        decoded: dict[tuple[str, int], object] = {}  # each page image is decoded once, however often it is cited
+        accepted, notes = [], []
+        for draft in drafts:
+            rp = pages.get((draft.doc_id, draft.page))
+            if rp is None:
+                notes.append(f"A citation of page {draft.page} was dropped: that page was not among the pages read.")
+                continue
+            citation = Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
+                                cites.highlight(draft.quote, rp.page, draft.box))
+            try:
+                key = (rp.hit.doc_id, rp.hit.page)
+                if key not in decoded:
+                    decoded[key] = cites.load_page(rp.jpeg)
+                citation = cites.with_images(citation, decoded[key])
+            except OSError as exc:
+                log.exception("could not draw citation images")
+                notes.append(f"Images for {citation.label} could not be drawn ({exc}).")
+            accepted.append(citation)
+        return accepted, notes

@@ -1,0 +1,60 @@
+"""The embedded default backend: no key, no network. Pages are read from their text layer plus OCR
+of their pixels, ranked by BM25 fused with multilingual-e5-small, and answered by quoting."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ...config import Settings
+from ...ports import Backend
+from ...records import Draft, QueryImage, ReaderPage, Word
+from .context import HeuristicResolver
+from .embedder import LocalEmbedder
+from .ocr import Ocr
+from .reader import ExtractiveReader
+
+
+class LocalBackend(Backend):
+    """Its models see no pixels: OCR turns page drawings and screenshots into words, and lexical
+    search (which those words feed) is fused with the dense ranking."""
+
+    name = "local"
+
+    def __init__(self, settings: Settings):
+        embedder = LocalEmbedder()
+        super().__init__(embedder, ExtractiveReader(embedder.similarities),
+                         HeuristicResolver(settings.history_exchanges, settings.history_chars))
+        self.settings = settings
+        self.ocr = Ocr()
+
+    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool) -> tuple[Word, ...]:
+        if not needs_ocr:
+            return words
+        first_line = 1 + max((w.line for w in words), default=0)
+        extra = self.ocr.page_words(jpeg, self.settings.render_dpi, self.settings.ocr_dpi, words, first_line)
+        return words + tuple(extra)
+
+    def query_text(self, question: str, images: Sequence[QueryImage]) -> str:
+        if not images:
+            return question
+        return "\n".join([question, *(self.ocr.image_text(img.data) for img in images)]).strip()
+
+    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
+        return await self.embedder.embed_query(text, ())  # the screenshots are in `text` as OCR
+
+    async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
+                   images: Sequence[QueryImage]) -> Draft:
+        return await self.reader.read(query_text, pages, images)  # it cannot see the screenshots either
+
+    def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
+        from ...search import fuse_scores
+
+        return fuse_scores(dense, lexical.scores(query_text), allowed, k, lexical.coverage(query_text, allowed))
+
+    def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:
+        # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
+        if absent := lexical.absent_words(question, allowed):
+            return ("None of the documents here contain " + ", ".join(f"“{w}”" for w in absent)
+                    + ": they may not state this, or may word it differently.",)
+        return ()

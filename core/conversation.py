@@ -1,0 +1,54 @@
+"""One turn of a conversation, the same for every adapter: the thread's history -> a Turn -> the
+service's answer -> the exchange stored for the next follow-up.
+
+An adapter says where the thread is (a key), what was asked, and how it renders an answer. A reply
+rendered as JSON-ready data is stored with the exchange until the adapter reports it delivered, so
+that asking again after a failed post re-sends it instead of searching again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .records import SHARED_SCOPE, Answer, Exchange, QueryImage, Turn
+from .threads import ThreadKey, ThreadStore
+
+
+@dataclass
+class Reply:
+    answer: Answer | None  # None when a stored, undelivered reply is being sent again
+    rendered: Any  # what the adapter posts: render(answer), or the stored rendering
+    turn_id: int | None = None  # the stored exchange, while its delivery is pending
+
+
+class Conversation:
+    def __init__(self, service, threads: ThreadStore, history_exchanges: int = 4):
+        self.service = service
+        self.threads = threads
+        self.history_exchanges = history_exchanges
+
+    async def ask(self, key: ThreadKey | None, question: str, images: Sequence[QueryImage] = (), *,
+                  scope: str = SHARED_SCOPE, render: Callable[[Answer], Any] = lambda answer: answer,
+                  keep_reply: bool = False) -> Reply:
+        """Answer `question` in the thread `key` (None: a one-off question without memory).
+
+        With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked
+        again in the thread before that gets the stored rendering back."""
+        question = Turn(question).question.strip()  # cleaned as every Turn is
+        if key is not None and keep_reply and not images:
+            if pending := await self.threads.pending_reply(key, question):
+                turn_id, rendered = pending
+                return Reply(None, rendered, turn_id)
+        history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
+        turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
+        answer = await self.service.answer(turn)
+        rendered = render(answer)
+        turn_id = None
+        if key is not None:
+            turn_id = await self.threads.add(key, Exchange.of(turn.question, answer),
+                                             pending_reply=rendered if keep_reply else None)
+        return Reply(answer, rendered, turn_id if keep_reply else None)
+
+    async def delivered(self, reply: Reply) -> None:
+        if reply.turn_id is not None:
+            await self.threads.delivered(reply.turn_id)

@@ -1,0 +1,332 @@
+"""Building the index: validate -> render -> text layer (+ whatever the backend reads from the pixels)
+-> embed, reusing unchanged pages -> a new snapshot -> publish, reporting progress through a callback.
+A build never loses documents it was not asked to touch, even over a damaged index.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .config import Settings
+from .documents import Source, document_title, open_pdf, read_source, render_page
+from .errors import BadInput, Busy, IndexProblem
+from .ports import Backend
+from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
+from .snapshots import IndexView
+from .store import IndexStore, Snapshot
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[Progress], None]
+PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
+
+
+@dataclass
+class _Pending:
+    """A document being built: its record and its pages with vectors."""
+    document: Document
+    pages: list[Page]
+    vectors: list[np.ndarray]
+
+
+class Indexer:
+    def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
+        self.settings, self.store, self.view, self.backend = settings, store, view, backend
+        self._building: set[tuple[str, str]] = set()
+        self._build_lock = asyncio.Lock()
+
+    def indexing_now(self) -> list[str]:
+        return sorted(name for _, name in self._building)
+
+    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
+                    progress: ProgressFn | None = None) -> IndexReport:
+        """Index PDFs given as paths or URLs into one new snapshot."""
+        if len(titles) > len(sources):
+            raise BadInput(f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
+                           "PDF, in the same order.")
+        loaded, refused = [], []
+        for i, item in enumerate(sources):
+            try:
+                loaded.append((await asyncio.to_thread(read_source, item, self.settings), _at(titles, i)))
+            except BadInput as exc:
+                refused.append(str(exc))
+        return await self._build(loaded, scope, progress, refused)
+
+    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
+                          progress: ProgressFn | None = None) -> IndexReport:
+        """Index a PDF received as a chat attachment."""
+        if len(data) > self.settings.max_pdf_bytes:
+            raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+        return await self._build([(Source(data, name, f"attachment:{name}"), title)], scope, progress, [])
+
+    async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
+        """Fetch the documents again from where they came from (the stored copy if that fails)."""
+        targets = [self._find(scope, document)] if document else [d for d in self.view.documents(scope) if d.scope == scope]
+        if not targets:
+            raise BadInput("There is nothing to re-index here yet.")
+        loaded = []
+        for doc in targets:
+            try:
+                source = await asyncio.to_thread(read_source, doc.source, self.settings)
+            except BadInput:
+                source = Source(self.store.source_path(doc.sha256).read_bytes(), doc.file_name, doc.source)
+            loaded.append((replace(source, name=doc.file_name), doc.title))
+        return await self._build(loaded, scope, progress, [], refresh=True)
+
+    async def remove(self, scope: str, document: str) -> Document:
+        doc = self._find(scope, document)
+        if doc.scope != scope:
+            raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
+
+        def rewrite() -> None:
+            snap = self.view.active_snapshot()
+            keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
+            rows = snap.page_rows()
+            name = self.store.write_snapshot(
+                snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
+                [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
+            self.store.publish(name)
+
+        async with self._build_lock:
+            with await asyncio.to_thread(self.store.lock):
+                await asyncio.to_thread(rewrite)
+        await self.view.load()
+        return doc
+
+    def _find(self, scope: str, document: str) -> Document:
+        wanted = document.strip().lower()
+        documents = self.view.documents(scope)
+        for doc in documents:
+            if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
+                return doc
+        names = ", ".join(d.title for d in documents) or "none"
+        raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
+
+    async def _build(self, loaded: list[tuple[Source, str | None]], scope: str, progress: ProgressFn | None,
+                     refused: list[str], refresh: bool = False) -> IndexReport:
+        if not loaded:
+            raise BadInput("\n".join(refused) or "Nothing to index.")
+        keys = {(scope, source.name) for source, _ in loaded}
+        if busy := keys & self._building:
+            raise Busy(f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
+                       "you will see its summary when it is done.")
+        self._building |= keys
+        try:
+            progress = progress or (lambda p: None)
+            async with self._build_lock:
+                with await asyncio.to_thread(self.store.lock, lambda holder: progress(Progress("wait", 0, 1, holder))):
+                    return await self._build_locked(loaded, scope, progress, refused, refresh)
+        finally:
+            self._building -= keys
+
+    async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
+        backend = self.backend()
+        built_with = backend.built_with
+        warnings: list[str] = []
+        items = [(source, title, scope) for source, title in loaded]
+        try:
+            previous = await asyncio.to_thread(self.view.active_snapshot)
+            damaged = False
+        except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
+            log.warning("building over a damaged index: %s", exc)
+            previous, recovered = await asyncio.to_thread(self._recover, exc, warnings)
+            items += recovered
+            damaged = True
+        if previous is not None:
+            backend.check_index(previous.built_with)
+        documents = list(previous.documents) if previous else []
+        by_doc: dict[str, list[int]] = {}
+        if previous:
+            for i, p in enumerate(previous.pages):
+                by_doc.setdefault(p.doc_id, []).append(i)
+        reuse_rows = previous.page_rows() if previous else {}
+        reuse_pages = {p.content_hash: p for p in previous.pages} if previous else {}
+
+        built: list[_Pending] = []
+        unchanged: list[Document] = []
+        embedded = reused = 0
+        seen: set[tuple[str, str]] = set()
+        for source, title, where in items:
+            if (where, source.sha256) in seen:  # the same file given twice is indexed once
+                continue
+            seen.add((where, source.sha256))
+            same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
+            if same and not refresh:
+                unchanged.append(same)  # up to date: nothing to do, and not a failure
+                continue
+            try:
+                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages,
+                                                                   progress, warnings)
+            except BadInput as exc:
+                refused.append(str(exc))
+                continue
+            embedded, reused = embedded + n_new, reused + n_old
+            # A new version replaces the document from the same place (path, URL, attachment name) or
+            # with the same content in this scope; two "manual.pdf" from different URLs both stay.
+            documents = [d for d in documents if not (d.scope == where and d.source == source.origin)
+                         and not (d.scope == where and d.sha256 == source.sha256)]
+            built.append(pending)
+        if not built and not damaged:
+            if refused:
+                raise BadInput("\n".join(refused))
+            return IndexReport((), len(previous.pages), 0, 0, previous.name, unchanged=tuple(unchanged))
+
+        kept = list(documents)
+        pages, vectors = [], []
+        for doc in kept:
+            for i in by_doc.get(doc.doc_id, []):
+                page = previous.pages[i]
+                pages.append(page)
+                vectors.append(reuse_rows[page.content_hash])
+        for item in built:
+            kept.append(item.document)
+            pages.extend(item.pages)
+            vectors.extend(item.vectors)
+        progress(Progress("publish", 0, 1))
+        name = await asyncio.to_thread(self.store.write_snapshot, built_with, kept, pages, vectors)
+        self.store.publish(name)
+        await self.view.load()  # the first question after indexing should not wait for it
+        progress(Progress("publish", 1, 1))
+        asked = {(where, source.sha256) for source, _, where in items[:len(loaded)]}
+        return IndexReport(tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
+                           len(pages), embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
+
+    async def repair(self) -> tuple[str | None, list[Path]]:
+        """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
+        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
+        async with self._build_lock:
+            with await asyncio.to_thread(self.store.lock):
+                return await asyncio.to_thread(self.store.repair)
+
+    def _recover(self, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
+        """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
+        the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
+        active = self.store.active_name()
+        previous = self.store.newest_intact()
+        listed = self.store.documents_of(active) if active else None
+        warnings.append(f"The index was damaged ({problem}).")
+        if previous is not None:
+            warnings.append(f"Its documents were carried over from the intact snapshot {previous.name}.")
+        if listed is None:
+            # Which documents the damaged snapshot held is unknown: if PDFs are stored that the intact
+            # snapshot does not list, building now would drop them. Refuse and say how to repair.
+            if orphans := self.store.orphaned_sources(previous):
+                raise IndexProblem(
+                    f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
+                    f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
+                    f"`pixelrag repair --index {self.store.root}`: it makes the newest intact snapshot active and "
+                    "moves those PDFs where you can index them again.")
+            return previous, []
+        have = {d.doc_id for d in previous.documents} if previous else set()
+        recovered = []
+        for doc in listed:
+            if doc.doc_id in have:
+                continue
+            path = self.store.source_path(doc.sha256)
+            data = path.read_bytes() if path.is_file() else b""
+            if hashlib.sha256(data).hexdigest() != doc.sha256:
+                warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
+                                "Index it again.")
+                continue
+            recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
+            warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
+        return previous, recovered
+
+    async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
+                              reuse_pages: dict, progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
+        pdf = await asyncio.to_thread(open_pdf, source, self.settings)
+        embedding: asyncio.Task | None = None
+        try:
+            document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
+                                pdf.page_count, scope, source.origin)
+            await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
+            total = pdf.page_count
+            # Enough pages per step to keep every allowed embedding request busy.
+            step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
+            pages: list[Page] = []
+            vectors: list[np.ndarray | None] = []
+            blank: list[int] = []
+            finished = embedded = 0
+
+            def report(n: int) -> None:
+                nonlocal finished
+                finished += n
+                progress(Progress("embed", min(finished, total), total, document.title))
+
+            async def embed(fresh: list[tuple[int, PageInput]]) -> None:
+                new = await self.backend().embedder.embed_pages([item for _, item in fresh], report)
+                if len(new) != len(fresh):
+                    raise IndexProblem(f"The embedder returned {len(new)} vectors for {len(fresh)} pages.")
+                for (slot, _), vector in zip(fresh, new):
+                    vectors[slot] = vector
+
+            for start in range(0, total, step_size):
+                # Render and read this step while the previous step's pages are being embedded.
+                fresh: list[tuple[int, PageInput]] = []
+                step = range(start, min(total, start + step_size))
+                for page, jpeg, reused, empty in await self._prepare_pages(pdf, step, document, reuse_rows,
+                                                                            reuse_pages, progress):
+                    if empty:
+                        blank.append(page.page)
+                    pages.append(page)
+                    vectors.append(reuse_rows[page.content_hash] if reused else None)
+                    if not reused:
+                        fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
+                if embedding is not None:
+                    await embedding
+                report(min(step_size, total - start) - len(fresh))  # reused pages are done already
+                embedded += len(fresh)
+                embedding = asyncio.create_task(embed(fresh)) if fresh else None
+            if len(blank) == total:
+                damage = " is damaged (PyMuPDF had to repair it) and" if pdf.is_repaired else ""
+                raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
+            if embedding is not None:
+                await embedding
+            if pdf.is_repaired:
+                empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
+                warnings.append(f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
+                                f"short): it was indexed as far as it could be read{empty}. Index the complete "
+                                "file again when you have it.")
+            return _Pending(document, pages, vectors), embedded, total - embedded
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+            pdf.close()
+
+    async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
+                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool, bool]]:
+        """Render pages and read their words: (page, jpeg, reused, blank). Unchanged pixels reuse earlier work."""
+        rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
+        out = []
+        for r in rendered:
+            progress(Progress("read", r.page.page, document.page_count, document.title))
+            await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
+            old = reuse_pages.get(r.page.content_hash)
+            if old is not None and r.page.content_hash in reuse_rows:
+                # Unchanged pixels: keep the earlier words (OCR included) and vectors.
+                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True, r.blank))
+                continue
+            words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr)
+            out.append((replace(r.page, words=words), r.jpeg, False, r.blank))
+        return out
+
+
+def _at(items: Sequence, i: int):
+    return items[i] if i < len(items) else None
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        start = n if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(str(n) if n == start else f"{start}-{n}")
+            start = None
+    return ", ".join(out)

@@ -1,0 +1,100 @@
+"""The ports a backend fills, and the backend itself: what it embeds, reads and rewrites, and the
+policies that differ between backends (which words a page has, what a query embeds, how pages are
+ranked). The orchestration (core/indexing.py, core/answering.py) calls these and never asks which
+backend it has.
+
+Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from .errors import IndexProblem
+from .records import Draft, Exchange, PageInput, QueryImage, ReaderPage, Resolution, Word
+
+
+class Embedder(Protocol):
+    name: str  # backend name recorded in the index
+    model: str
+    dim: int
+
+    async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
+        """One float32 array of shape (rows, dim) per page; `done(n)` after each n pages."""
+
+    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
+        """One normalized float32 vector of shape (dim,)."""
+
+
+class Reader(Protocol):
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft: ...
+
+
+class ContextResolver(Protocol):
+    async def resolve(self, question: str, history: Sequence[Exchange]) -> Resolution: ...
+
+
+class Backend:
+    """An embedder, a reader and a context resolver, with the policies of a backend whose models see
+    pixels (Gemini): pages keep their text-layer words, screenshots go to the embedder and reader as
+    images, pages are ranked by the dense scores alone. The local backend overrides these."""
+
+    name = "base"
+
+    def __init__(self, embedder: Embedder, reader: Reader, resolver: ContextResolver):
+        self.embedder, self.reader, self.resolver = embedder, reader, resolver
+
+    # --- policies ---------------------------------------------------------------------------------
+    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool) -> tuple[Word, ...]:
+        """The words a page is searched and quoted by (blocking: run it in a worker thread)."""
+        return words
+
+    def query_text(self, question: str, images: Sequence[QueryImage]) -> str:
+        """The text a query is searched with (blocking)."""
+        return question
+
+    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
+        return await self.embedder.embed_query(text, images)
+
+    async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
+                   images: Sequence[QueryImage]) -> Draft:
+        return await self.reader.read(question, pages, images)
+
+    def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The top `k` pages (index, score) among `allowed`, from the dense scores and the lexical index."""
+        from .search import fuse_scores
+
+        return fuse_scores(dense, None, allowed, k)
+
+    def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:
+        """What the answer should admit besides what the reader said."""
+        return ()
+
+    # --- what an index records -----------------------------------------------------------------------
+    @property
+    def built_with(self) -> dict:
+        """What an index built by this backend records about it (and an embedder's text format for
+        pages, where it has one: vectors made with another format do not mix)."""
+        record = {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
+        if fmt := getattr(self.embedder, "document_format", None):
+            record["document_format"] = fmt
+        return record
+
+    def check_index(self, built_with: dict) -> None:
+        """Refuse an index built by another backend, model, dimension or page format."""
+        mine = self.built_with
+        theirs = {k: built_with.get(k) for k in mine}
+        if theirs != mine:
+            raise IndexProblem(
+                f"This index was built with {_describe(theirs)} but the configured backend is {_describe(mine)}. "
+                "Query it with the settings that built it, or build a new index: run `pixelrag index --backend "
+                f"{mine['backend']}` with a new --index directory (or after deleting this one)."
+            )
+
+
+def _describe(built_with: dict) -> str:
+    text = f"{built_with['backend']} ({built_with['model']}, {built_with['dim']}-d"
+    if "document_format" in built_with:
+        text += f", pages embedded as {built_with['document_format'] or 'an older, unrecorded format'}"
+    return text + ")"

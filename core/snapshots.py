@@ -1,0 +1,71 @@
+"""The active snapshot, opened once (verified, with its BM25 index) and shared by answering and indexing."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Sequence
+
+from .errors import IndexProblem
+from .records import SHARED_SCOPE, Document
+from .search import LexicalIndex
+from .store import IndexStore, Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class IndexView:
+    def __init__(self, store: IndexStore):
+        self.store = store
+        self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
+        self._load_lock = asyncio.Lock()
+
+    def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
+        name = self.store.active_name()
+        if name is None:
+            return None
+        if self._cached is None or self._cached[0] != name:
+            snap = self.store.open()
+            titles = {d.doc_id: d.title for d in snap.documents}
+            lexical = LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in snap.pages])
+            self._cached = (name, snap, lexical)
+        return self._cached[1], self._cached[2]
+
+    def current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
+        """The cache, when it still holds the active snapshot."""
+        cached = self._cached
+        return cached if cached is not None and cached[0] == self.store.active_name() else None
+
+    def active_snapshot(self) -> Snapshot | None:
+        """The active snapshot for a build to start from: the cached one when current, else opened
+        (and verified, which reads every source PDF) without building BM25 for it."""
+        current = self.current()
+        return current[1] if current else self.store.open()
+
+    async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
+        """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
+        builds BM25 (about 1 ms per page), which must not stall a bot's event loop."""
+        if current := self.current():
+            return current[1], current[2]
+        async with self._load_lock:
+            return await asyncio.to_thread(self.snapshot)
+
+    async def warm_up(self) -> None:
+        """Open the index before the first question; a damaged one is logged here and reported to whoever
+        asks (so that a bot still starts and can re-index it)."""
+        try:
+            await self.load()
+        except IndexProblem as exc:
+            log.warning("the index cannot be opened: %s", exc)
+
+    def documents(self, scope: str) -> list[Document]:
+        """What a scope can see: its own documents and the shared collection (from the manifest: cheap
+        enough for a chat command's acknowledgement)."""
+        current = self.current()
+        if current:
+            return visible(current[1].documents, scope)
+        catalog = self.store.catalog()
+        return visible(catalog.documents, scope) if catalog else []
+
+
+def visible(documents: Sequence[Document], scope: str) -> list[Document]:
+    return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]
