@@ -180,7 +180,7 @@ async def cmd_chat(args) -> int:
 
 
 async def cmd_slack(args) -> int:
-    from bot.slack_app import serve
+    from bot.slack import serve
 
     await serve(_settings(args), http=args.http, port=args.port)
     return 0

@@ -18,11 +18,11 @@ log = logging.getLogger(__name__)
 class ThrottledProgress:
     """A progress callback (safe to call from any thread: it only stores the latest record) whose
     latest value is shown through `edit(describe(progress))` at most every `interval` seconds
-    while the context is open."""
+    while the context is open. `sleep` is how it waits between edits (tests tick it by hand)."""
 
     def __init__(self, edit: Callable[[str], Awaitable[object]], describe: Callable[[Progress], str],
-                 interval: float):
-        self._edit, self._describe, self._interval = edit, describe, interval
+                 interval: float, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
+        self._edit, self._describe, self._interval, self._sleep = edit, describe, interval, sleep
         self._latest: Progress | None = None
         self.shown: Progress | None = None
         self._task: asyncio.Task | None = None
@@ -32,7 +32,7 @@ class ThrottledProgress:
 
     async def _run(self) -> None:
         while True:
-            await asyncio.sleep(self._interval)
+            await self._sleep(self._interval)
             latest = self._latest
             if latest is not None and latest != self.shown:
                 self.shown = latest

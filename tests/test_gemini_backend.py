@@ -16,7 +16,7 @@ from core.backends.gemini.context import history_text
 from core.backends.gemini.embedder import batches
 from core.backends.gemini.reader import UNKNOWN_DOC, box_from_2d
 from core.records import Exchange, Hit, Page, PageInput, QueryImage, ReaderPage, Word
-from tests.fake_gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
+from eval.fakes.gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
 
 DIM = 128  # the smallest outputDimensionality the API accepts
 

@@ -18,7 +18,7 @@ from core.records import Turn
 from core.service import Service
 from core.store import IndexStore
 from tests.conftest import ROOT, corpus_pdf, text_pdf
-from tests.fake_gemini import API_KEY, EMBED, GENERATE, FakeGemini
+from eval.fakes.gemini import API_KEY, EMBED, GENERATE, FakeGemini
 
 TITLE = "HydroFlow HF-300 product brochure"
 

@@ -1,6 +1,6 @@
 """The Slack adapter end to end, offline: signed Events API requests and slash commands go through
 Bolt (AsyncApp.async_dispatch) to the real Service (local backend) and out to a loopback fake of the
-Slack Web API (tests/fake_slack.py)."""
+Slack Web API (eval/fakes/slack.py)."""
 from __future__ import annotations
 
 import io
@@ -18,13 +18,12 @@ from PIL import Image, ImageDraw
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from bot import slack_render as render
-from bot.slack_app import build_app
+from bot.slack import build_app, render
 from core.config import Settings
 from core.records import Answer, Citation, Exchange
 from core.service import Service
 from core.threads import ThreadStore
-from tests.fake_slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack
+from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack
 
 SECRET = "test-signing-secret"
 CHANNEL = "C100"
@@ -79,14 +78,11 @@ class SpyService:
 @dataclass
 class Harness:
     app: object
+    bot: object
     fake: FakeSlack
     service: SpyService
     store: ThreadStore
     settings: Settings
-
-    @property
-    def bot(self):
-        return self.app.pixelrag
 
     def _ts(self) -> str:
         return f"1700000000.{next(TS):06d}"  # unique across harnesses (restarts share a database)
@@ -171,7 +167,7 @@ async def make_harness(fake, tmp_path):
         store = ThreadStore(tmp_path / "threads.sqlite")
         stores.append(store)
         spy = SpyService(service or Service(settings))
-        return Harness(build_app(settings, spy, store), fake, spy, store, settings)
+        return Harness(*build_app(settings, spy, store), fake, spy, store, settings)
 
     yield make
     for store in stores:
@@ -194,7 +190,7 @@ def answer_posts(fake: FakeSlack, thread_ts: str):
 async def test_mention_answers_in_thread_with_previews(slack: Harness):
     event, response = await slack.mention("What is the maximum flow rate of the X200 pump?")
     assert response.status == 200
-    await slack.bot.idle()
+    await slack.bot.drain()
     fake = slack.fake
     thread = fake.thread_text(event["ts"])
     assert "120" in thread
@@ -222,13 +218,13 @@ async def test_mention_answers_in_thread_with_previews(slack: Harness):
 
 async def test_follow_up_without_mention_uses_stored_history(slack: Harness, make_harness):
     first, _ = await slack.mention("What is the maximum flow rate of the X200 pump?")
-    await slack.bot.idle()
+    await slack.bot.drain()
     # A restart: a new app and a new store object on the same database still know the thread.
     await slack.store.close()
     again = await make_harness(settings=slack.settings, service=slack.service.real)
     follow, _ = await again.event({"type": "message", "channel_type": "channel", "user": "U1",
                                    "text": "And what is its weight?", "thread_ts": first["ts"]})
-    await again.bot.idle()
+    await again.bot.drain()
     [turn] = again.service.turns
     assert turn.history and "flow rate" in turn.history[0].question
     assert turn.scope == "slack:T1"
@@ -241,7 +237,7 @@ async def test_follow_up_without_mention_uses_stored_history(slack: Harness, mak
     # A message in a thread the bot never answered is left alone.
     await again.event({"type": "message", "channel_type": "channel", "user": "U1", "text": "unrelated chat",
                        "thread_ts": "1600000000.000001"})
-    await again.bot.idle()
+    await again.bot.drain()
     assert not again.fake.posts("1600000000.000001")
     assert len(again.service.turns) == 1
 
@@ -253,7 +249,7 @@ async def test_screenshot_is_downloaded_with_the_bot_token_and_used(slack: Harne
     shot.save(buf, "PNG")
     files = [slack.image_file("screenshot.png", buf.getvalue())]
     event, _ = await slack.mention("What does this label mean for the X200 pump?", files=files)
-    await slack.bot.idle()
+    await slack.bot.drain()
     [download] = slack.fake.calls_to("download")
     assert download.headers.get("Authorization") == f"Bearer {BOT_TOKEN}"
     [turn] = slack.service.turns
@@ -287,7 +283,7 @@ async def test_a_large_screenshot_arrives_whole_through_redirect_and_chunks(slac
     if chunked:
         del file["size"]  # some file objects come without a size
     event, _ = await slack.mention("", files=[file])
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert slack.fake.calls_to("download_redirect") and slack.fake.calls_to("download")
     [turn] = slack.service.turns
     assert turn.images[0].data == png
@@ -306,7 +302,7 @@ async def test_a_file_without_a_size_is_capped_while_downloading(make_harness, f
     del file["size"]
     fake.download_chunked = True  # no Content-Length either: only counting the bytes can tell
     event, _ = await harness.mention("What is the X200 weight?", files=[file])
-    await harness.bot.idle()
+    await harness.bot.drain()
     thread = fake.thread_text(event["ts"])
     assert "huge.png: it is over the 0.2 MB limit" in thread
     assert not harness.service.turns[0].images
@@ -316,7 +312,7 @@ async def test_a_download_cut_short_is_named_not_a_crash(slack: Harness):
     png = screenshot_of(PUMP_PDF, 1)
     slack.fake.download_drop_after = len(png) // 2
     event, _ = await slack.mention("What is the X200 weight?", files=[slack.image_file("cut.png", png)])
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     assert "cut.png: the download from Slack failed (the connection dropped)" in thread
     assert "went wrong" not in thread and "14 kg" in thread  # the question is still answered
@@ -325,7 +321,7 @@ async def test_a_download_cut_short_is_named_not_a_crash(slack: Harness):
 async def test_a_truncated_image_gets_a_clear_message(slack: Harness):
     png = screenshot_of(PUMP_PDF, 1)
     event, _ = await slack.mention("", files=[slack.image_file("half.png", png[: len(png) // 2])])
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     assert "half.png" in thread and "damaged or incomplete" in thread
     assert not slack.service.turns
@@ -341,7 +337,7 @@ async def test_a_pdf_of_several_hundred_kb_is_indexed_from_a_message(slack: Harn
     pdf = slack.image_file("q9-big.pdf", big, mimetype="application/pdf")
     await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
                        "files": [pdf]})
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "Indexed q9-big.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
 
 
@@ -366,10 +362,9 @@ async def test_a_very_long_answer_is_posted_within_block_kit_limits(make_harness
     cites = tuple(Citation("d1", "manual.pdf", p, "quote " * 80) for p in range(1, 9))
     answer = Answer("q", "the interpreted q", markdown, citations=cites,
                     limitations=tuple(f"Limitation {i}: " + "x" * 400 for i in range(12)))
-    harness = await make_harness()
-    harness.app.pixelrag.service = CannedService(harness.service.real, answer)
+    harness = await make_harness(service=CannedService(Service(base_settings(fake, tmp_path)), answer))
     event, _ = await harness.mention("q")
-    await harness.bot.idle()
+    await harness.bot.drain()
     posts = answer_posts(fake, event["ts"])
     assert len(posts) > 6  # split over several messages, none refused (the fixture checks)
     assert fake.rate_limited  # the burst met Slack's rate limit and was retried after Retry-After
@@ -431,7 +426,7 @@ async def test_a_mention_delivered_without_its_files_is_read_again(slack: Harnes
     # Slack knows the message with its file; the app_mention payload omits `files`.
     slack.fake.add_message(CHANNEL, {"ts": ts, "user": "U1", "text": f"<@{BOT_USER_ID}>", "files": [file]})
     await slack.event({"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}>", "ts": ts})
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert slack.fake.calls_to("conversations.replies")
     [turn] = slack.service.turns
     assert turn.images[0].data == png
@@ -444,7 +439,7 @@ async def test_missing_files_read_scope_is_reported(slack: Harness):
     file = slack.image_file("label.png", png.getvalue(), url_name="label.png")
     file["url_private"] = file["url_private_download"] = slack.fake.base_url + "/files/not-allowed.png"
     event, _ = await slack.mention("What is the X200 weight?", files=[file])
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     assert "label.png" in thread and "files:read" in thread and "sign-in page" in thread
     # The question itself is still answered, without the image.
@@ -457,7 +452,7 @@ async def test_unusable_attachment_is_named(slack: Harness):
                               mimetype="application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
              slack.image_file("broken.png", b"\x89PNG this is not really a png")]
     event, _ = await slack.mention("", files=files)
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     assert "notes.docx" in thread and "PNG, JPEG or WebP" in thread
     assert "broken.png" in thread and "not a readable" in thread
@@ -467,10 +462,10 @@ async def test_unusable_attachment_is_named(slack: Harness):
 async def test_retried_delivery_is_answered_once(slack: Harness):
     event, _ = await slack.mention("What is the maximum head of the X200?", event_id="EvRETRY1")
     await slack.event(dict(event), event_id="EvRETRY1", retry=1)
-    await slack.bot.idle()
+    await slack.bot.drain()
     # The same message also arriving as a `message` event (another event id) is not answered twice.
     await slack.event({**event, "type": "message", "channel_type": "channel"}, event_id="EvRETRY1msg")
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert len(slack.service.turns) == 1
     assert len(answer_posts(slack.fake, event["ts"])) == 1
     assert "42" in slack.fake.thread_text(event["ts"])
@@ -478,7 +473,7 @@ async def test_retried_delivery_is_answered_once(slack: Harness):
 
 async def test_own_and_other_bot_messages_are_ignored(slack: Harness):
     first, _ = await slack.mention("What is the X200 motor power?")
-    await slack.bot.idle()
+    await slack.bot.drain()
     turns = len(slack.service.turns)
     posts = len(slack.fake.posts())
     await slack.event({"type": "message", "channel_type": "channel", "user": BOT_USER_ID, "bot_id": BOT_ID,
@@ -487,7 +482,7 @@ async def test_own_and_other_bot_messages_are_ignored(slack: Harness):
                        "text": f"<@{BOT_USER_ID}> what is its weight?", "thread_ts": first["ts"]})
     await slack.event({"type": "message", "channel_type": "im", "channel": "D1", "user": "UOTHER", "bot_id": "BOTHER",
                        "text": "hello bot"})
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert len(slack.service.turns) == turns
     assert len(slack.fake.posts()) == posts
 
@@ -495,7 +490,7 @@ async def test_own_and_other_bot_messages_are_ignored(slack: Harness):
 async def test_direct_message_is_answered(slack: Harness):
     event, _ = await slack.event({"type": "message", "channel_type": "im", "channel": "D42", "user": "U1",
                                   "text": "How long is the X200 warranty?"})
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "3 years" in slack.fake.thread_text(event["ts"])
     assert all(c.params["channel"] == "D42" for c in slack.fake.posts(event["ts"]))
 
@@ -503,7 +498,7 @@ async def test_direct_message_is_answered(slack: Harness):
 async def test_upload_failure_leaves_a_visible_note(slack: Harness):
     slack.fake.fail["files.completeUploadExternal"] = "internal_error"
     event, _ = await slack.mention("What is the X200 weight?")
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     assert "14 kg" in thread and "previews could not be uploaded" in thread
 
@@ -511,7 +506,7 @@ async def test_upload_failure_leaves_a_visible_note(slack: Harness):
 async def test_slack_server_errors_and_rate_limits_are_retried(slack: Harness):
     slack.fake.http_errors["chat.postMessage"] = [503, 500]
     event, _ = await slack.mention("What is the X200 weight?")
-    await slack.bot.idle()
+    await slack.bot.drain()
     posts = [c.params.get("text", "") for c in slack.fake.calls if c.method == "chat.postMessage"]
     # the answer was sent three times (503, 500, then accepted) and no failure reached the thread
     assert sum("14 kg" in text for text in posts) == 3
@@ -521,7 +516,7 @@ async def test_slack_server_errors_and_rate_limits_are_retried(slack: Harness):
 async def test_bad_signature_is_rejected(slack: Harness):
     _, response = await slack.mention("What is the X200 weight?", secret="wrong-secret")
     assert response.status == 401
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert not slack.service.turns
 
 
@@ -534,7 +529,7 @@ async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     await slack.service.real.index([str(shared)])
     await slack.service.real.index_bytes(SECRET_PDF, "zephyr-q9-manual.pdf", scope="slack:T1")
     event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T2")
-    await slack.bot.idle()
+    await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     answer = slack.service.answers[-1]
     assert slack.service.turns[-1].scope == "slack:T2"
@@ -549,7 +544,7 @@ async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     assert "zephyr-q9-manual.pdf" in response.body
     # And T1 does get the manual.
     event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T1")
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "85 Nm" in slack.fake.thread_text(event["ts"])
 
 
@@ -569,7 +564,7 @@ async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_h
     await harness.store.add(("slack", "T1", CHANNEL, root), Exchange("What is the X200 flow rate?", "120 l/min"))
     event, _ = await harness.event({"type": "message", "channel_type": "channel", "user": "U1",
                                     "text": "and its weight?", "thread_ts": root})
-    await harness.bot.idle()
+    await harness.bot.drain()
     posts = fake.posts(root)
     assert len(posts) == 1
     text = posts[0].params["text"]
@@ -583,7 +578,7 @@ async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
     response = await slack.command(f"index {url}")
     assert response.status == 200 and "Working on" in response.body
-    await slack.bot.idle()
+    await slack.bot.drain()
     fake = slack.fake
     [progress] = [c for c in fake.posts() if "Indexing" in c.params["text"]]
     assert progress.params["channel"] == CHANNEL
@@ -600,7 +595,7 @@ async def test_index_outside_the_bots_channels_reports_through_the_response_url(
     slack.fake.fail["chat.postMessage"] = "not_in_channel"
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
     await slack.command(f"index {url}")
-    await slack.bot.idle()
+    await slack.bot.drain()
     replies = [c.params["text"] for c in slack.fake.calls_to("response_url")]
     assert "Indexing" in replies[0] and "Indexed q9-manual.pdf" in replies[-1]
 
@@ -609,7 +604,7 @@ async def test_index_refused_for_non_admin(slack: Harness):
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
     response = await slack.command(f"index {url}", user="UPLAIN")
     assert response.status == 200
-    await slack.bot.idle()
+    await slack.bot.drain()
     [reply] = slack.fake.calls_to("response_url")
     assert "Only workspace admins" in reply.params["text"]
     assert not slack.fake.calls_to("public_download")
@@ -620,7 +615,7 @@ async def test_index_users_setting_allows_a_listed_user(make_harness, fake, tmp_
     harness = await make_harness(settings=base_settings(fake, tmp_path, SLACK_INDEX_USERS="UPLAIN, UOTHER"))
     url = fake.add_public_file("pump.pdf", PUMP_PDF)
     await harness.command(f"index {url}", user="UPLAIN")
-    await harness.bot.idle()
+    await harness.bot.drain()
     assert [d.title for d in harness.service.real.documents("slack:T1")] == ["pump.pdf"]
 
 
@@ -628,7 +623,7 @@ async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
     pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
     event, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
                                   "files": [pdf]})
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
     assert "q9.pdf" in [d.title for d in slack.service.real.documents("slack:T1")]
 
@@ -637,7 +632,7 @@ async def test_second_index_of_the_same_document_is_refused_politely(slack: Harn
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
     await slack.command(f"index {url}")
     await slack.command(f"index {url}")
-    await slack.bot.idle()
+    await slack.bot.drain()
     finals = [c.params["text"] for c in slack.fake.calls_to("chat.update") if ":hourglass_flowing" not in c.params["text"]]
     assert any("Indexed" in t for t in finals)
     assert any("already being indexed" in t for t in finals)
@@ -654,10 +649,10 @@ async def test_remove_and_status(slack: Harness):
     response = await slack.command("status")
     assert "pixelrag status" in response.body
     await slack.command("remove x200-datasheet.pdf", user="UPLAIN")
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "Only workspace admins" in slack.fake.calls_to("response_url")[-1].params["text"]
     await slack.command("remove x200-datasheet.pdf")
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert "Removed x200-datasheet.pdf" in slack.fake.calls_to("response_url")[-1].params["text"]
     assert not slack.service.real.documents("slack:T1")
 
@@ -704,7 +699,7 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
 
     import aiohttp
 
-    from bot.slack_app import serve
+    from bot.slack import serve
     from core.errors import BadInput
 
     settings = base_settings(fake, tmp_path)
@@ -823,33 +818,33 @@ class StuckService(SpyService):
 
 
 async def test_a_question_in_flight_when_the_bot_dies_is_answered_after_the_restart(make_harness, fake, tmp_path):
-    first = await make_harness()
-    await first.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
-    first.app.pixelrag.service = StuckService(first.service.real)
+    real = Service(base_settings(fake, tmp_path))
+    await real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    first = await make_harness(service=StuckService(real))
     event, _ = await first.mention("What is the X200 weight?", event_id="EvDIES")
-    await fake.wait_for(lambda: first.app.pixelrag.service.turns)  # it is working on it...
+    await fake.wait_for(lambda: first.service.turns)  # it is working on it...
     # ...and is killed: no cleanup runs. A new process opens the same thread database.
-    second = await make_harness(service=first.service.real)
+    second = await make_harness(service=real)
     await second.event(dict(event), event_id="EvDIES", retry=1)  # Slack redelivers the unanswered event
-    await second.bot.idle()
+    await second.bot.drain()
     assert "14 kg" in fake.thread_text(event["ts"])
     fake.expected_refusals.append(("reactions.add", "already_reacted"))  # the first process's 👀 ...
     assert not fake.reactions  # ... is taken away once the answer is out
     await second.event(dict(event), event_id="EvDIES", retry=2)  # answered now: a later retry is dropped
-    await second.bot.idle()
+    await second.bot.drain()
     assert len(second.service.turns) == 1
     # Stop the 'dead' process's stuck work; its cleanup finds the 👀 already gone.
     fake.expected_refusals.append(("reactions.remove", "no_reaction"))
     for task, _ in StuckService.stuck:
         task.cancel()
-    await second.bot.idle()
+    await first.bot.drain()
 
 
 async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slack: Harness):
     # Before: three 500s (or one ok:false) ended in "Sorry, something went wrong"; the answer was lost.
     slack.fake.http_errors["chat.postMessage"] = [500, 500, 500]
     event, _ = await slack.mention("What is the X200 weight?")
-    await slack.bot.idle()
+    await slack.bot.drain()
     posts = [c for c in slack.fake.posts(event["ts"]) if "14 kg" in str(c.params.get("text", ""))]
     assert len(posts) == 4 and "blocks" not in posts[-1].params  # retried by the client, then plain text
     assert "went wrong" not in slack.fake.thread_text(event["ts"])
@@ -858,10 +853,10 @@ async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slac
     # without searching again.
     slack.fake.fail["chat.postMessage"] = "internal_error"
     event, _ = await slack.mention("What is the X200 motor power?", thread_ts=event["ts"])
-    await slack.bot.idle()
+    await slack.bot.drain()
     del slack.fake.fail["chat.postMessage"]
     asked = len(slack.service.turns)
     await slack.mention("What is the X200 motor power?", thread_ts=event["thread_ts"])
-    await slack.bot.idle()
+    await slack.bot.drain()
     assert len(slack.service.turns) == asked  # not searched again
     assert "1.1 kW" in slack.fake.thread_text(event["thread_ts"])

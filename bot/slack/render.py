@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from bot.text_split import clip, split_text as split_pieces
-from core.records import Answer, Citation, Document, IndexReport, Progress, own_and_shared
+from core import Answer, Citation, Document, IndexReport, Progress, own_and_shared
 
 SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50

@@ -38,7 +38,7 @@ BOT_TOKEN = "xoxb-test-token"
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 LOGIN_PAGE = b"<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>"
-MANIFEST = Path(__file__).resolve().parents[1] / "manifest.yml"
+MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
 
 # Slack's documented (and, for msg_blocks_too_long, observed) limits.
 MAX_BLOCKS = 50

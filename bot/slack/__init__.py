@@ -1,0 +1,10 @@
+"""The Slack adapter: Slack events and /pixelrag in, core's answers and indexing jobs out.
+
+Read in this order: app.py (Bolt, middleware, listeners registered), listeners.py (a question's
+way to the reply), replies.py (posting in the thread), indexing.py and commands.py (documents),
+files.py, permissions.py, render.py (Block Kit), settings.py, serve.py.
+"""
+from .app import SlackBot, build_app
+from .serve import serve
+
+__all__ = ["SlackBot", "build_app", "serve"]

@@ -1,0 +1,80 @@
+"""/pixelrag: list, status and help answered at once; index, reindex and remove acknowledged at once
+and run in the background, with their replies sent privately through the command's response_url."""
+from __future__ import annotations
+
+import logging
+from typing import Awaitable, Callable
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core import BadInput, PixelragError, Service
+
+from . import render
+from .indexing import SlackIndexing
+from .permissions import REFUSAL, may_index
+from .replies import Thread
+from .settings import SlackSettings
+from ..background import BackgroundTasks
+
+log = logging.getLogger("pixelrag.slack")
+
+JOBS = ("index", "reindex", "remove")
+
+
+class SlashCommand:
+    def __init__(self, settings: SlackSettings, service: Service, indexing: SlackIndexing, tasks: BackgroundTasks):
+        self.settings = settings
+        self.service = service
+        self.indexing = indexing
+        self.tasks = tasks
+
+    async def __call__(self, ack, command: dict, client: AsyncWebClient, respond, context) -> None:
+        text = (command.get("text") or "").strip()
+        sub, _, arg = text.partition(" ")
+        sub, arg = sub.lower(), arg.strip()
+        scope = f"slack:{command.get('team_id') or context.team_id or ''}"
+        if sub == "list":
+            await ack(text=render.documents_text(self.service.documents(scope), scope))
+        elif sub == "status":
+            await ack(text=render.status_text(self.service.status()))
+        elif sub in JOBS and (arg or sub == "reindex"):
+            await ack(text=f"Working on `{render.escape(text)}`…")
+            self.tasks.spawn(self.job(client, private_reply(respond), command, sub, arg, scope),
+                             f"{self.settings.command} {sub}")
+        else:
+            # Unknown subcommands, `help` and missing arguments all get the help text.
+            await ack(text=render.HELP)
+
+    async def job(self, client: AsyncWebClient, respond, command: dict, sub: str, arg: str, scope: str) -> None:
+        channel = Thread(client, command.get("channel_id", ""), None)
+        try:
+            if not await may_index(client, self.settings, command.get("user_id", "")):
+                await respond(REFUSAL)
+            elif sub == "remove":
+                document = await self.service.remove(scope, arg)
+                await respond(f":wastebasket: Removed {render.escape(document.title)}.")
+            elif sub == "index":
+                url = arg.strip("<>").split("|")[0]
+                if not url.startswith(("http://", "https://")):
+                    raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
+                await self.indexing.run(channel, url, lambda p: self.service.index([url], scope=scope, progress=p),
+                                        "Indexed", respond)
+            else:
+                await self.indexing.run(channel, arg or "this workspace's documents",
+                                        lambda p: self.service.reindex(scope, arg or None, progress=p),
+                                        "Reindexed", respond)
+        except PixelragError as exc:
+            await respond(f":warning: {render.escape(str(exc))}")
+        except Exception:
+            log.exception("%s %s failed", self.settings.command, sub)
+            await respond(f":warning: `{self.settings.command} {sub}` failed. The details are in the bot's log.")
+
+
+def private_reply(respond) -> Callable[[str], Awaitable[None]]:
+    """Bolt's respond() as a one-argument ephemeral reply. The response_url takes 5 messages within
+    30 minutes and then refuses them with a non-200 status that respond() does not raise: log it."""
+    async def reply(text: str) -> None:
+        response = await respond(text=text, response_type="ephemeral")
+        if getattr(response, "status_code", 200) != 200:
+            log.warning("response_url refused a reply (HTTP %s): %s", response.status_code, text[:200])
+    return reply

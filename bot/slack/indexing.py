@@ -1,0 +1,73 @@
+"""Indexing started from Slack ("index this" on a message with PDFs, a URL, /pixelrag index and
+reindex): permission first, then one progress message edited as the job runs, ending in a summary."""
+from __future__ import annotations
+
+import logging
+from typing import Awaitable, Callable
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core import Busy, IndexReport, PixelragError, Progress, Service
+
+from . import render
+from .files import SlackFiles
+from .replies import Thread
+from ..progress import ThrottledProgress
+
+log = logging.getLogger("pixelrag.slack")
+
+Respond = Callable[[str], Awaitable[None]]
+Work = Callable[[Callable[[Progress], None]], Awaitable[IndexReport]]
+
+
+class SlackIndexing:
+    def __init__(self, service: Service, files: SlackFiles, progress_interval_s: float):
+        self.service = service
+        self.files = files
+        self.progress_interval_s = progress_interval_s
+
+    async def from_message(self, thread: Thread, scope: str, pdfs: list[dict], url: str | None) -> None:
+        """The PDFs attached to a message (or the URL it names), one job each."""
+        if url:
+            await self.run(thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed")
+            return
+        for f in pdfs:
+            name = f.get("name") or "document.pdf"
+            try:
+                data = await self.files.pdf(f)
+            except PixelragError as exc:
+                await thread.warn(str(exc))
+                continue
+            await self.run(thread, name,
+                           lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p), "Indexed")
+
+    async def run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None = None) -> None:
+        """Run one job, editing one progress message (throttled) and ending with a summary. Without a
+        thread (a slash command), the message goes to the channel, or by `respond` where the bot may
+        not post."""
+        ts = await thread.post(render.progress_text(name, None))
+        if ts is None and respond is not None:
+            await respond(render.progress_text(name, None))  # not in the channel: the response_url is the way back
+
+        async def edit(text: str) -> None:
+            if ts is not None:
+                await thread.client.chat_update(channel=thread.channel, ts=ts, text=text, blocks=[render.section(text)])
+
+        async with ThrottledProgress(edit, lambda p: render.progress_text(name, p), self.progress_interval_s) as progress:
+            try:
+                final = render.report_text(verb, await work(progress))
+            except Busy as exc:
+                final = f":hourglass: {render.escape(str(exc))}"
+            except PixelragError as exc:
+                final = f":warning: {render.escape(str(exc))}"
+            except Exception:
+                log.exception("indexing %s failed", name)
+                final = f":warning: Indexing {render.escape(name)} failed. The details are in the bot's log."
+        if ts is not None:
+            try:
+                await thread.client.chat_update(channel=thread.channel, ts=ts, text=final, blocks=[render.section(final)])
+            except Exception:
+                log.exception("could not update progress message")
+                await thread.post(final)
+        elif respond is not None:
+            await respond(final)

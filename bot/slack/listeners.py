@@ -1,0 +1,144 @@
+"""Questions in Slack: a message or mention becomes an answer in its thread.
+
+Bolt calls `addressed` and `claim_delivery` as listener middleware (is the message for us? has this
+delivery been handled already?), then `on_question`, which acknowledges at once and leaves the work
+to a background task: screenshots are read, the conversation flow (core.Conversation) answers with
+the thread's memory, and the answer, then its page previews, are posted in the thread.
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core import Conversation, ThreadStore
+
+from . import render
+from .files import SlackFiles, is_pdf
+from .indexing import SlackIndexing
+from .permissions import REFUSAL, may_index
+from .replies import Thread
+from .settings import SlackSettings
+from ..background import BackgroundTasks
+from ..triggers import asks_to_index
+
+log = logging.getLogger("pixelrag.slack")
+
+INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)  # Slack writes links as <url|label>
+
+
+class SlackQuestions:
+    def __init__(self, settings: SlackSettings, conversation: Conversation, threads: ThreadStore, files: SlackFiles,
+                 indexing: SlackIndexing, tasks: BackgroundTasks):
+        self.settings = settings
+        self.conversation = conversation
+        self.threads = threads
+        self.files = files
+        self.indexing = indexing
+        self.tasks = tasks
+
+    # ----- listener middleware ---------------------------------------------------------------
+    async def addressed(self, event: dict, body: dict, context, ack, next) -> None:
+        """A message event counts in a DM, with a mention, or in a thread the bot already answered."""
+        if event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id):
+            return await next()
+        thread_ts = event.get("thread_ts")
+        if thread_ts and await self.threads.knows_thread(("slack", team_of(body, event, context), event["channel"],
+                                                          thread_ts)):
+            return await next()
+        return await ack()
+
+    async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> None:
+        """Retried deliveries repeat the event id; a mention also arrives as a message event with
+        another id, so the message itself is claimed too. The claims are finished once the work is
+        done (failures included, they were shown); a process killed on the way leaves them open, so
+        Slack's redelivery is answered after a restart."""
+        team = team_of(body, event, context)
+        claims = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]
+        for n, claim in enumerate(claims):
+            if not await self.threads.claim(claim):
+                await self.threads.finish(*claims[:n])  # a duplicate of work claimed elsewhere
+                return await ack()
+        context["claims"] = claims
+        await next()
+
+    # ----- the listener ----------------------------------------------------------------------
+    async def on_question(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        self.tasks.spawn(self.handle(event, team_of(body, event, context), client, context.bot_user_id,
+                                     context["claims"]), f"message {event.get('ts')}")
+
+    async def handle(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None,
+                     claims: list[str]) -> None:
+        try:
+            if event.get("type") == "app_mention" and "files" not in event:
+                # app_mention payloads sometimes omit files; the message itself carries them.
+                event = await refetch_files(client, event)
+            await self.respond_to(event, team, client, bot_user_id)
+        except Exception:
+            log.exception("handling message %s failed", event.get("ts"))
+        await self.threads.finish(*claims)
+
+    async def respond_to(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None) -> None:
+        ts = event["ts"]
+        thread = Thread(client, event["channel"], event.get("thread_ts") or ts)
+        text = strip_mentions(event.get("text", ""), bot_user_id)
+        files = event.get("files") or []
+        pdfs = [f for f in files if is_pdf(f)]
+        url_request = INDEX_URL.match(text)
+        # A PDF shared in a followed thread is not an index request unless the bot is asked to.
+        addressed = event.get("channel_type") == "im" or mentions(event.get("text", ""), bot_user_id)
+        asked = asks_to_index(text) if text else addressed
+        if (pdfs and asked) or url_request:
+            if not await may_index(client, self.settings, event.get("user", "")):
+                await thread.post(REFUSAL)
+                return
+            await self.indexing.from_message(thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None)
+            return
+        await self.answer(thread, team, ts, text, files)
+
+    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict]) -> None:
+        async with thread.working(ts), thread.failures_shown("answering"):
+            images, problems = await self.files.screenshots(files)
+            warnings = "\n".join(f":warning: {render.escape(p)}" for p in problems)
+            if not question.strip() and not images:
+                await thread.post(warnings or render.HELP)
+                return
+            if warnings:
+                await thread.post(warnings)
+            # The rendering is kept with the exchange until it is posted: a reply Slack refuses is
+            # posted again when the question is asked again, without searching again.
+            reply = await self.conversation.ask(("slack", team, thread.channel, thread.thread_ts), question, images,
+                                                scope=f"slack:{team}", render=render.render_answer, keep_reply=True)
+            if await thread.post_answer(reply.rendered):
+                await self.conversation.delivered(reply)
+            if reply.answer is not None and not reply.answer.clarifying_question:
+                await thread.upload_previews(reply.answer)
+
+
+async def refetch_files(client: AsyncWebClient, event: dict) -> dict:
+    thread_ts = event.get("thread_ts") or event["ts"]
+    try:
+        reply = await client.conversations_replies(channel=event["channel"], ts=thread_ts, latest=event["ts"],
+                                                   oldest=event["ts"], inclusive=True, limit=2)
+    except Exception:
+        log.warning("could not re-read message %s for attachments", event["ts"], exc_info=True)
+        return event
+    for message in reply.get("messages", []):
+        if message.get("ts") == event["ts"] and message.get("files"):
+            return {**event, "files": message["files"]}
+    return event
+
+
+def team_of(body: dict, event: dict, context) -> str:
+    return body.get("team_id") or event.get("team") or getattr(context, "team_id", None) or ""
+
+
+def mentions(text: str, bot_user_id: str | None) -> bool:
+    return bool(bot_user_id) and f"<@{bot_user_id}" in (text or "")
+
+
+def strip_mentions(text: str, bot_user_id: str | None) -> str:
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(\|[^>]*)?>", " ", text or "")
+    return " ".join((text or "").split())
