@@ -8,39 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
-from core.config import Settings, load_settings
-from core.errors import PixelragError
-from core.records import SHARED_SCOPE, Answer, IndexReport, Progress, QueryImage, Turn
+from core import SHARED_SCOPE, PixelragError, Service, Settings, Turn, load_settings
 
-
-class ProgressBar:
-    """One line on the terminal, redrawn in place; quiet when stderr is not a terminal."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.last = ""
-
-    def __call__(self, p: Progress) -> None:
-        if p.stage == "wait":
-            line = f"waiting for another build of this index to finish ({p.document})…"
-        elif p.stage == "publish":
-            line = "publishing snapshot…" if p.done == 0 else "published"
-        else:
-            width = 30
-            filled = int(width * p.done / max(p.total, 1))
-            verb = {"read": "reading", "embed": "embedded"}.get(p.stage, p.stage)
-            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {verb} {p.done}/{p.total} pages"
-        if line == self.last:
-            return
-        self.last = line
-        if self.tty:
-            self.stream.write("\r\033[K" + line)
-            if p.stage == "publish" and p.done:
-                self.stream.write("\n")
-        elif p.done in (0, p.total) or p.stage in ("publish", "wait"):
-            self.stream.write(line + "\n")
-        self.stream.flush()
+from .terminal import ProgressBar, exit_code, print_answer, print_report, read_image, save_images
 
 
 def _settings(args) -> Settings:
@@ -52,65 +22,7 @@ def _settings(args) -> Settings:
     return settings
 
 
-def print_report(report: IndexReport, as_json: bool) -> None:
-    if as_json:
-        from dataclasses import asdict
-
-        print(json.dumps(asdict(report), indent=2, ensure_ascii=False))
-        return
-    for doc in report.documents:
-        print(f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})")
-    for doc in report.unchanged:
-        print(f"up to date: {doc.title} (unchanged since it was indexed)")
-    for message in report.skipped:
-        print(f"skipped: {message}")
-    for message in report.warnings:
-        print(f"warning: {message}")
-    if report.documents or report.warnings:
-        print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
-              f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
-    else:
-        print(f"nothing to do: the index ({report.pages_total} pages) is up to date")
-
-
-def exit_code(report: IndexReport) -> int:
-    """0 when everything asked for is indexed or up to date; 1 when some inputs were refused."""
-    return 1 if report.skipped else 0
-
-
-def print_answer(answer: Answer) -> None:
-    if answer.changed_question:
-        print(f"Interpreted as: {answer.interpreted_question}\n")
-    print(answer.markdown or "(retrieval only)")
-    if answer.hits:
-        print("\nRetrieved pages:")
-        for n, hit in enumerate(answer.hits, 1):
-            print(f"  {n}. {hit.title}, p. {hit.page}  (score {hit.score:.4f})")
-    if answer.citations:
-        print("\nCitations:")
-        for c in answer.citations:
-            kind = c.highlight.kind if c.highlight else "page only"
-            print(f"  - {c.label} [{kind}]: “{c.quote[:160]}”")
-            if c.preview_path:
-                print(f"      preview:   {c.preview_path}")
-            if c.crop_path:
-                print(f"      highlight: {c.crop_path}")
-    for text in answer.limitations:
-        print(f"\nLimitation: {text}")
-    for text in answer.notes:
-        print(f"\nNote: {text}")
-
-
-def _read_image(path: str) -> QueryImage:
-    p = Path(path)
-    if not p.is_file():
-        raise PixelragError(f"{path}: no such image file.")
-    return QueryImage(p.read_bytes(), "", p.name)
-
-
 async def cmd_index(args) -> int:
-    from core.service import Service
-
     service = Service(_settings(args))
     report = await service.index(args.sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
@@ -118,24 +30,18 @@ async def cmd_index(args) -> int:
 
 
 async def cmd_reindex(args) -> int:
-    from core.service import Service
-
     report = await Service(_settings(args)).reindex(SHARED_SCOPE, args.document, progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
 
 async def cmd_remove(args) -> int:
-    from core.service import Service
-
     doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document)
     print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
     return 0
 
 
 async def cmd_repair(args) -> int:
-    from core.service import Service
-
     name, moved = await Service(_settings(args)).repair()
     print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
     for path in moved:
@@ -144,12 +50,10 @@ async def cmd_repair(args) -> int:
 
 
 async def cmd_ask(args) -> int:
-    from core.service import Service
-
     service = Service(_settings(args))
-    images = tuple(_read_image(p) for p in (args.image or []))
-    turn = Turn(args.question or "", images)
-    answer = await service.answer(turn, out_dir=Path(args.out), retrieve_only=args.retrieve_only)
+    images = tuple(read_image(p) for p in (args.image or []))
+    answer = await service.answer(Turn(args.question or "", images), retrieve_only=args.retrieve_only)
+    answer = save_images(answer, Path(args.out))
     if args.json:
         print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -158,8 +62,6 @@ async def cmd_ask(args) -> int:
 
 
 async def cmd_status(args) -> int:
-    from core.service import Service
-
     service = Service(_settings(args))
     loaded = service.snapshot()  # opened and verified: status is also the index's health check
     status = service.status()
@@ -194,7 +96,9 @@ async def cmd_discord(args) -> int:
 
 
 async def cmd_eval(args) -> int:
-    from core.evaluation import evaluate, load_questions, markdown_report
+    from eval.harness import evaluate
+    from eval.questions import load_questions
+    from eval.report import markdown_report
 
     settings = _settings(args)
     if not args.index:

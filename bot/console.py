@@ -1,4 +1,4 @@
-"""`pixelrag chat`: the conversation service in a terminal — one thread with history.
+"""`pixelrag chat`: the conversation flow in a terminal, one thread with memory (kept in memory only).
 
 Commands: /image PATH (attach a screenshot to the next question), /index PATH_OR_URL, /docs,
 /new (start a new thread), /help, /quit. Images are written to a folder and their paths printed.
@@ -9,11 +9,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from core.config import Settings
-from core.errors import PixelragError
-from core.records import SHARED_SCOPE, Exchange, QueryImage, Turn
+from core import SHARED_SCOPE, Conversation, PixelragError, QueryImage, Service, Settings, ThreadStore
 
-from .cli import ProgressBar, print_answer, print_report
+from .terminal import ProgressBar, print_answer, print_report, read_image, save_images
 
 HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread.
   /image PATH         attach a screenshot (PNG, JPEG, WebP) to the next question
@@ -24,53 +22,66 @@ HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread
 
 
 async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
-    from core.service import Service
-
     service = Service(settings)
-    stdin = stdin or sys.stdin
-    history: list[Exchange] = []
-    images: list[QueryImage] = []
-    turn_no = 0
-    print(f"pixelrag chat ({settings.backend} backend, index {settings.index_dir}). /help for commands.")
-    while True:
-        print("\nyou> ", end="", flush=True)
-        line = await asyncio.to_thread(stdin.readline)
-        if not line:
-            return 0
-        line = line.strip()
-        if not line:
-            continue
-        command, _, arg = line.partition(" ")
-        try:
-            if command in ("/quit", "/exit"):
+    threads = await ThreadStore(Path(":memory:")).open()
+    try:
+        return await Console(service, Conversation(service, threads, settings.history_exchanges), out_dir,
+                             stdin or sys.stdin).run()
+    finally:
+        await threads.close()
+
+
+class Console:
+    def __init__(self, service: Service, conversation: Conversation, out_dir: Path, stdin):
+        self.service, self.conversation, self.out_dir, self.stdin = service, conversation, out_dir, stdin
+        self.images: list[QueryImage] = []
+        self.thread = 1
+        self.turns = 0
+
+    async def run(self) -> int:
+        settings = self.service.settings
+        print(f"pixelrag chat ({settings.backend} backend, index {settings.index_dir}). /help for commands.")
+        while True:
+            print("\nyou> ", end="", flush=True)
+            line = await asyncio.to_thread(self.stdin.readline)
+            if not line:
                 return 0
-            if command == "/help":
-                print(HELP)
-            elif command == "/new":
-                history.clear()
-                images.clear()
-                print("New thread.")
-            elif command == "/docs":
-                docs = service.documents(SHARED_SCOPE)
-                print("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs) or "No documents yet.")
-            elif command == "/index":
-                print_report(await service.index([arg.strip()], progress=ProgressBar()), as_json=False)
-            elif command == "/image":
-                path = Path(arg.strip()).expanduser()
-                if not path.is_file():
-                    print(f"{path}: no such file.")
-                    continue
-                images.append(QueryImage(path.read_bytes(), "", path.name))
-                print(f"Attached {path.name}; it goes with your next question.")
-            elif command.startswith("/"):
-                print(f"Unknown command {command}.\n{HELP}")
-            else:
-                turn_no += 1
-                answer = await service.answer(Turn(line, tuple(images), history=tuple(history)),
-                                              out_dir / f"turn-{turn_no:03d}")
-                images.clear()
-                print()
-                print_answer(answer)
-                history.append(Exchange.of(line, answer))
-        except PixelragError as exc:
-            print(f"pixelrag: {exc}")
+            line = line.strip()
+            if line in ("/quit", "/exit"):
+                return 0
+            if line:
+                try:
+                    await self.handle(line)
+                except PixelragError as exc:
+                    print(f"pixelrag: {exc}")
+
+    async def handle(self, line: str) -> None:
+        command, _, arg = line.partition(" ")
+        arg = arg.strip()
+        if command == "/help":
+            print(HELP)
+        elif command == "/new":
+            self.thread += 1
+            self.images.clear()
+            print("New thread.")
+        elif command == "/docs":
+            docs = self.service.documents(SHARED_SCOPE)
+            print("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs) or "No documents yet.")
+        elif command == "/index":
+            print_report(await self.service.index([arg], progress=ProgressBar()), as_json=False)
+        elif command == "/image":
+            try:
+                self.images.append(read_image(arg))
+            except PixelragError:
+                print(f"{Path(arg).expanduser()}: no such file.")
+                return
+            print(f"Attached {self.images[-1].name}; it goes with your next question.")
+        elif command.startswith("/"):
+            print(f"Unknown command {command}.\n{HELP}")
+        else:
+            self.turns += 1
+            key = ("console", "local", "terminal", str(self.thread))
+            reply = await self.conversation.ask(key, line, tuple(self.images))
+            self.images.clear()
+            print()
+            print_answer(save_images(reply.answer, self.out_dir / f"turn-{self.turns:03d}"))

@@ -30,12 +30,12 @@ class Answerer:
     def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
         self.settings, self.store, self.view, self.backend = settings, store, view, backend
 
-    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
+    async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
         # One budget for the whole question: retries of one call cannot add up past it.
         with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, out_dir, retrieve_only)
+            return await self._answer(turn, retrieve_only)
 
-    async def _answer(self, turn: Turn, out_dir: Path | None, retrieve_only: bool) -> Answer:
+    async def _answer(self, turn: Turn, retrieve_only: bool) -> Answer:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -91,9 +91,8 @@ class Answerer:
         limitations = draft.limitations + backend.limitations(lexical, interpreted, allowed)
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
         lap("citations")
-        answer = Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                        image_notes + tuple(notes), draft.topic, None, backend.name, timings)
-        return cites.save_images(answer, Path(out_dir)) if out_dir else answer
+        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
+                      image_notes + tuple(notes), draft.topic, None, backend.name, timings)
 
     def _search(self, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document], allowed: np.ndarray,
                 text: str, qvec: np.ndarray) -> list[Hit]:

@@ -6,10 +6,8 @@ approximate — only the reader's estimated region is known; drawn dashed.
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import replace
 
-from pathlib import Path
 
 from PIL import Image, ImageDraw
 
@@ -119,29 +117,7 @@ def with_images(citation: Citation, page: Image.Image) -> Citation:
     return replace(citation, preview=_encode(preview, "JPEG", quality=85), crop=crop_png)
 
 
-def save_images(answer: Answer, out_dir: Path) -> Answer:
-    """Write each citation's images to `out_dir` (for the terminal and --json); the answer with their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    saved = []
-    for n, c in enumerate(answer.citations, 1):
-        stem = f"{n:02d}-{_slug(c.title)}-p{c.page}"
-        preview_path = crop_path = None
-        if c.preview is not None:
-            preview_path = out_dir / f"{stem}-page.jpg"
-            preview_path.write_bytes(c.preview)
-        if c.crop is not None:
-            crop_path = out_dir / f"{stem}-highlight.png"
-            crop_path.write_bytes(c.crop)
-        saved.append(replace(c, preview_path=str(preview_path) if preview_path else None,
-                             crop_path=str(crop_path) if crop_path else None))
-    return replace(answer, citations=tuple(saved))
-
-
 def _encode(image: Image.Image, fmt: str, **options) -> bytes:
     buf = io.BytesIO()
     image.save(buf, fmt, **options)
     return buf.getvalue()
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"

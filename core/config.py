@@ -5,26 +5,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 from .errors import BadInput
 
 BACKENDS = ("local", "gemini")
-
-def read_dotenv(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines; '#' comments; optional quotes. Real environment variables win."""
-    values: dict[str, str] = {}
-    if not path.is_file():
-        return values
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key] = value
-    return values
 
 
 @dataclass(frozen=True)
@@ -64,7 +49,8 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
                   extra_prefixes: tuple[str, ...] = ()) -> Settings:
     """Settings from the environment and .env; variables starting with `extra_prefixes` (the chat
     adapters' SLACK_*, DISCORD_*) are passed through in `extra` for the adapters to read."""
-    values = dict(read_dotenv(dotenv)) if dotenv else {}
+    # .env as python-dotenv reads it (quotes, `export`, comments); real environment variables win.
+    values = {k: v for k, v in dotenv_values(dotenv).items() if v is not None} if dotenv and dotenv.is_file() else {}
     values.update(os.environ if env is None else env)
 
     def num(name: str, default, lo, hi, cast=int):

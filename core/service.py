@@ -33,9 +33,9 @@ class Service:
         return self._backend
 
     # --- answering ----------------------------------------------------------------------------
-    async def answer(self, turn: Turn, out_dir: Path | None = None, retrieve_only: bool = False) -> Answer:
-        """Answer one turn; with `out_dir`, the citation images are also written there."""
-        return await self.answerer.answer(turn, out_dir, retrieve_only)
+    async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
+        """Answer one turn; its citations carry their preview and highlight images as bytes."""
+        return await self.answerer.answer(turn, retrieve_only)
 
     # --- the index ----------------------------------------------------------------------------
     async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,

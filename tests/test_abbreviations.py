@@ -44,7 +44,7 @@ async def test_microcontroller_question_finds_the_mcu_line(settings, tmp_path):
     ])
     service = Service(settings)
     await service.index([str(pdf)])
-    answer = await service.answer(Turn("Which microcontroller does the Zephyr Z1 have?"), tmp_path / "out")
+    answer = await service.answer(Turn("Which microcontroller does the Zephyr Z1 have?"))
     assert 2 in [hit.page for hit in answer.hits[:2]]
     # without the abbreviation the reader quotes the introduction's "control board" and calls
     # "microcontroller" missing

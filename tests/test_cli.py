@@ -88,3 +88,40 @@ def test_a_bad_setting_is_one_clear_line(env, capsys, monkeypatch, name, value, 
     monkeypatch.setenv(name, value)
     code, _, err = run(capsys, "status")
     assert code == 2 and err.startswith(f"pixelrag: {message}") and "Traceback" not in err
+
+
+def test_chat_keeps_one_thread_until_new(env, capsys):
+    import asyncio
+    import io
+
+    from bot.console import run_console
+    from core import Settings
+
+    pump = text_pdf(env / "pump.pdf", ["Pump P9 datasheet.\nMaximum flow: 3.2 m3/h\nWeight: 2.6 kg"])
+    lines = [f"/index {pump}", "/docs", "What is the maximum flow of the P9 pump?", "And its weight?",
+             "/image missing.png", "/frobnicate", "/new", "And its weight?", "/quit"]
+    code = asyncio.run(run_console(Settings(index_dir=env / "index"), env / "chat", io.StringIO("\n".join(lines) + "\n")))
+    out = capsys.readouterr().out
+    assert code == 0 and "indexed: pump.pdf (1 pages" in out and "- pump.pdf (1 pages)" in out
+    before, after = out.split("New thread.")
+    _, first, follow_up = before.split("\nyou> \n")
+    assert "3.2 m3/h" in first and "Interpreted as" not in first
+    assert "Interpreted as: P9's weight?" in follow_up and "2.6 kg" in follow_up  # the thread's memory
+    assert "missing.png: no such file." in follow_up and "Unknown command /frobnicate" in follow_up
+    # /new forgets the pump: the same follow-up now asks which product is meant
+    assert "Which product or document do you mean?" in after and "2.6 kg" not in after
+    assert sorted(p.name for p in (env / "chat").iterdir()) == ["turn-001", "turn-002", "turn-003"]
+    assert not list((env / "chat" / "turn-003").iterdir())  # a clarifying question cites nothing
+    assert list((env / "chat" / "turn-001").glob("*-page.jpg"))
+
+
+def test_settings_come_from_dotenv_and_the_environment_wins(tmp_path):
+    from core import load_settings
+
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("# a comment\nexport PIXELRAG_INDEX_DIR='/srv/pixelrag index'\nPIXELRAG_MAX_PAGES=50  # inline\n"
+                      "SLACK_BOT_TOKEN=\"xoxb-from-file\"\nPIXELRAG_BACKEND=gemini\nBARE\n", encoding="utf-8")
+    settings = load_settings({"PIXELRAG_BACKEND": "local"}, dotenv, extra_prefixes=("SLACK_",))
+    assert settings.index_dir == Path("/srv/pixelrag index") and settings.max_pages == 50
+    assert settings.backend == "local"  # the real environment wins over .env
+    assert settings.extra == {"SLACK_BOT_TOKEN": "xoxb-from-file"}

@@ -10,8 +10,11 @@ import pytest
 from PIL import Image
 
 from bot.cli import main
-from core.evaluation import (MISS, Result, citation_precision, containment, image_variant, key_tokens, load_questions,
-                             mean_scores, normalize_answer, render_crop, score_ranking, summarize)
+from eval.metrics import (MISS, Result, citation_precision, containment, key_tokens, mean_scores, normalize_answer,
+                          score_ranking)
+from eval.questions import load_questions
+from eval.report import summarize
+from eval.screenshots import image_variant, render_crop
 from tests.conftest import text_pdf
 
 A, B, C, D, E = [("doc.pdf", n) for n in range(1, 6)]
@@ -224,8 +227,8 @@ async def test_eval_runs_the_gemini_backend_against_the_fake_api(corpus, tmp_pat
     # The harness with --backend gemini: the real google-genai client embeds pages and queries (the
     # screenshot as an image part, not OCR text) and reads through a loopback fake of the API.
     from core.config import Settings
-    from core.evaluation import evaluate
-    from tests.fake_gemini import EMBED, GENERATE, FakeGemini
+    from eval.fakes.gemini import EMBED, GENERATE, FakeGemini
+    from eval.harness import evaluate
 
     questions = load_questions(write_questions(tmp_path / "q.jsonl"))
     async with FakeGemini() as fake:

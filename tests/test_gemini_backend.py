@@ -1,6 +1,8 @@
 """The Gemini backend with the real google-genai client against the loopback fake (no network)."""
 from __future__ import annotations
 
+import asyncio
+
 import base64
 import io
 import math
@@ -133,8 +135,14 @@ async def test_big_pages_are_split_by_size_through_the_client(fake, backend):
 
 async def test_concurrency_cap_is_respected(fake, make_backend):
     b = make_backend(embed_batch_pages=1, embed_concurrency=3)
-    fake.latency = 0.05
-    await b.embedder.embed_pages(pages(12), lambda n: None)
+    fake.gate = asyncio.Event()  # requests are held until three are in flight at once
+    work = asyncio.ensure_future(b.embedder.embed_pages(pages(12), lambda n: None))
+    for _ in range(1000):
+        if fake.in_flight >= 3:
+            break
+        await asyncio.sleep(0.01)
+    fake.gate.set()
+    await work
     assert fake.requests[EMBED] == 12
     assert fake.max_in_flight == 3
 

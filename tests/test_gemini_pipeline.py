@@ -54,7 +54,7 @@ async def test_index_then_ask_end_to_end(fake, brochure, tmp_path):
     fake.handler = reader_reply(
         "page 3", "Mounting hole spacing 148 mm", box=[560, 230, 600, 520],
         extra=[{"page_ref": "P9", "quote": "invented"}, {"page_ref": "P1", "quote": "Figure 3: installation drawing"}])
-    answer = await service.answer(Turn("dimensions installation drawing in millimetres"), tmp_path / "out")
+    answer = await service.answer(Turn("dimensions installation drawing in millimetres"))
     assert answer.backend == "gemini" and answer.hits[0].page == 3 and len(answer.hits) == 4
     assert fake.requests[GENERATE] == 1  # no history: no context call, one reader call
     reader_body = json.dumps(fake.generate_bodies()[-1])
@@ -64,7 +64,7 @@ async def test_index_then_ask_end_to_end(fake, brochure, tmp_path):
     drawing = by_quote["Mounting hole spacing 148 mm"]
     assert drawing.highlight.kind == "approximate"
     assert drawing.highlight.box == pytest.approx((0.23, 0.56, 0.52, 0.60))
-    assert Path(drawing.crop_path).is_file() and Path(drawing.preview_path).is_file()
+    assert drawing.crop and drawing.preview
     caption = by_quote["Figure 3: installation drawing"]
     assert caption.highlight.kind == "exact" and caption.highlight.pdf_rect is not None
     assert "invented" not in by_quote and any("dropped" in n for n in answer.notes)
@@ -172,7 +172,7 @@ async def test_gemini_citations_are_located_on_a_real_pdf(fake, tmp_path):
     service = Service(gemini_settings(fake, tmp_path))
     await service.index([str(datasheet)], titles=["UNO R3 datasheet"])
     fake.handler = reader_reply("page 2", "32KB Flash")
-    answer = await service.answer(Turn("How much flash memory, SRAM and EEPROM does the ATmega328P have?"), tmp_path / "out")
+    answer = await service.answer(Turn("How much flash memory, SRAM and EEPROM does the ATmega328P have?"))
     assert answer.hits[0].page == 2
     cite = answer.citations[0]
     assert cite.highlight.kind == "exact"
@@ -207,7 +207,7 @@ async def test_screenshots_the_api_would_refuse_are_normalised_first(fake, broch
     assert 3_000_000 < len(retina) < 5 * 1024 * 1024  # accepted from users, too big for one request as it is
     shots = [QueryImage(retina, "image/png", "retina.png"), QueryImage(screenshot("webp"), "image/webp", "s.webp")]
     shots += [QueryImage(screenshot("webp", i), "image/webp", f"extra{i}.webp") for i in range(1, 7)]
-    answer = await service.answer(Turn("which pump is this?", tuple(shots)), tmp_path / "out")
+    answer = await service.answer(Turn("which pump is this?", tuple(shots)))
     assert not fake.refused  # before: 400 "Request payload size exceeds the limit", then WebP refused
     embed = [r.body for r in fake.bodies if r.endpoint == EMBED][-1]
     parts = embed["requests"][0]["content"]["parts"]

@@ -1,6 +1,7 @@
 """The embedded local backend end to end: index the generated brochure, ask about pixel-only values."""
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def quotes(answer) -> str:
 
 
 async def test_value_only_in_a_drawing_is_found_quoted_and_highlighted(service, tmp_path):
-    answer = await service.answer(Turn("What is the mounting hole spacing of the HydroFlow HF-300?"), tmp_path / "out")
+    answer = await service.answer(Turn("What is the mounting hole spacing of the HydroFlow HF-300?"))
     assert answer.hits[0].page == 3
     assert "148 mm" in answer.citations[0].quote
     first = answer.citations[0]
@@ -34,27 +35,27 @@ async def test_value_only_in_a_drawing_is_found_quoted_and_highlighted(service, 
     # the drawing's labels exist only as pixels: the highlight box must lie inside the raster image
     x0, y0, x1, y1 = first.highlight.box
     assert 0.08 < x0 < x1 < 0.95 and 0.12 < y0 < y1 < 0.65
-    assert Path(first.preview_path).is_file() and Path(first.crop_path).is_file()
-    crop = Image.open(first.crop_path)
-    assert crop.width < Image.open(first.preview_path).width * 2  # a crop, not the page
+    assert first.preview and first.crop
+    crop = Image.open(io.BytesIO(first.crop))
+    assert crop.width < Image.open(io.BytesIO(first.preview)).width * 2  # a crop, not the page
     assert "quote" in answer.markdown.lower()  # the local backend says it quotes
 
 
 async def test_scanned_page_without_text_layer_is_read_by_ocr(service, tmp_path):
-    answer = await service.answer(Turn("How long is the warranty on the pump?"), tmp_path / "out")
+    answer = await service.answer(Turn("How long is the warranty on the pump?"))
     assert answer.hits[0].page == 4
     assert "36 months" in quotes(answer)
     assert answer.topic == "warranty"
 
 
 async def test_spec_table_row_is_quoted_with_its_value(service, tmp_path):
-    answer = await service.answer(Turn("What is the maximum system pressure?"), tmp_path / "out")
+    answer = await service.answer(Turn("What is the maximum system pressure?"))
     assert answer.hits[0].page == 2
     assert "10 bar" in answer.citations[0].quote
 
 
 async def test_missing_price_is_a_limitation_not_a_guess(service, tmp_path):
-    answer = await service.answer(Turn("What is the price of the HF-300 pump?"), tmp_path / "out")
+    answer = await service.answer(Turn("What is the price of the HF-300 pump?"))
     assert any("price" in text.lower() for text in answer.limitations)
 
 
@@ -63,14 +64,14 @@ async def test_screenshot_query_is_read_with_ocr(service, brochure, tmp_path):
 
     page = pymupdf.open(brochure)[3]
     png = page.get_pixmap(dpi=100, clip=pymupdf.Rect(40, 240, 560, 330)).tobytes("png")
-    answer = await service.answer(Turn("", images=(QueryImage(png, "image/png", "shot.png"),)), tmp_path / "out")
+    answer = await service.answer(Turn("", images=(QueryImage(png, "image/png", "shot.png"),)))
     assert answer.hits[0].page == 4
 
 
 async def test_follow_up_carries_the_subject_and_reads_fresh_pages(service, tmp_path):
-    first = await service.answer(Turn("What is the maximum head of the HydroFlow HF-300?"), tmp_path / "a")
+    first = await service.answer(Turn("What is the maximum head of the HydroFlow HF-300?"))
     history = (Exchange(first.question, first.markdown, first.interpreted_question),)
-    second = await service.answer(Turn("And its weight?", history=history), tmp_path / "b")
+    second = await service.answer(Turn("And its weight?", history=history))
     assert "HydroFlow HF-300" in second.interpreted_question and second.changed_question
     assert "2.6 kg" in quotes(second)
 
@@ -110,9 +111,9 @@ async def test_reindexing_unchanged_pages_embeds_and_ocrs_nothing(service, broch
 async def test_tenants_see_only_their_documents_and_the_shared_ones(service, tmp_path):
     secret = text_pdf(tmp_path / "t1-secret.pdf", ["Project Zephyr flux capacitor rating is 1.21 gigawatts."])
     await service.index([str(secret)], scope="slack:T1")
-    own = await service.answer(Turn("flux capacitor rating", scope="slack:T1"), tmp_path / "t1")
+    own = await service.answer(Turn("flux capacitor rating", scope="slack:T1"))
     assert own.hits[0].title == "t1-secret.pdf" and "1.21" in quotes(own)
-    other = await service.answer(Turn("flux capacitor rating", scope="slack:T2"), tmp_path / "t2")
+    other = await service.answer(Turn("flux capacitor rating", scope="slack:T2"))
     assert all(h.title != "t1-secret.pdf" for h in other.hits)
     assert "1.21" not in quotes(other) + other.markdown
     assert [d.file_name for d in service.documents("slack:T2")] == ["hf300-brochure.pdf"]
@@ -136,15 +137,15 @@ async def test_the_same_pdf_in_two_workspaces_is_two_documents_sharing_vectors(s
 
 
 async def test_words_no_visible_document_contains_are_named(service, tmp_path):
-    answer = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?"), tmp_path / "out")
+    answer = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?"))
     assert any("“bluetooth”" in text and "“pairing”" in text for text in answer.limitations)
-    weight = await service.answer(Turn("How much does the HF-300 weigh?"), tmp_path / "out2")
+    weight = await service.answer(Turn("How much does the HF-300 weigh?"))
     assert not any("weigh" in text for text in weight.limitations)  # "Weight" is on page 2
     secret = text_pdf(tmp_path / "zephyr.pdf", ["Zephyr pairing uses Bluetooth 5.0."])
     await service.index([str(secret)], scope="slack:T1")
-    other = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T2"), tmp_path / "o")
+    other = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T2"))
     assert any("“bluetooth”" in text for text in other.limitations)  # T1's words do not show through
-    own = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T1"), tmp_path / "w")
+    own = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T1"))
     assert not any("bluetooth" in text for text in own.limitations)
 
 

@@ -65,9 +65,9 @@ class SpyService:
         self.turns = []
         self.answers: list[Answer] = []
 
-    async def answer(self, turn, out_dir=None):
+    async def answer(self, turn):
         self.turns.append(turn)
-        answer = await self.real.answer(turn, out_dir)
+        answer = await self.real.answer(turn)
         self.answers.append(answer)
         return answer
 
@@ -347,7 +347,7 @@ class CannedService:
     def __init__(self, real: Service, answer: Answer):
         self.real, self.canned, self.turns, self.answers = real, answer, [], []
 
-    async def answer(self, turn, out_dir=None):
+    async def answer(self, turn):
         self.turns.append(turn)
         self.answers.append(self.canned)
         return self.canned
@@ -808,7 +808,7 @@ class StuckService(SpyService):
 
     stuck: list = []  # strong references: a pending task nobody holds is garbage-collected
 
-    async def answer(self, turn, out_dir=None):
+    async def answer(self, turn):
         import asyncio
 
         self.turns.append(turn)

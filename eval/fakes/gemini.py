@@ -28,7 +28,7 @@ outputDimensionality outside 128-3072, embedding text over 8,192 tokens, and thi
 an unknown thinking level on Gemini 3 models. A 429 carries google.rpc.RetryInfo with
 `retry_delay` (a Duration string such as "2s").
 
-Knobs: `latency` (seconds per request), `script(endpoint, 429, 500, Hang(5))` (one step per
+Knobs: `latency` (seconds per request), `gate` (an asyncio.Event every request waits for), `script(endpoint, 429, 500, Hang(5))` (one step per
 request, then normal service), `fail_always` (a status for every request), `retry_delay`, and the records
 `requests` (Counter per endpoint), `embed_sizes` (contents per embed request), `bodies` (every
 received request), `max_in_flight`.
@@ -259,6 +259,7 @@ class FakeGemini:
         self.refused: list[str] = []  # endpoints of requests refused with 400 for breaking the API's rules
         self.in_flight = 0
         self.max_in_flight = 0
+        self.gate: asyncio.Event | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -324,6 +325,8 @@ class FakeGemini:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.gate is not None:
+                await self.gate.wait()
             step = self.steps[endpoint].popleft() if self.steps[endpoint] else None
             if isinstance(step, Hang):
                 await self._sleep(step.seconds)

@@ -1,0 +1,117 @@
+"""The terminal's view of core's records, shared by `pixelrag` commands and `pixelrag chat`:
+answers, index reports and progress printed for a person, citation images written to files."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from core import Answer, IndexReport, PixelragError, Progress, QueryImage
+
+
+class ProgressBar:
+    """One line on the terminal, redrawn in place; quiet when stderr is not a terminal."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = ""
+
+    def __call__(self, p: Progress) -> None:
+        if p.stage == "wait":
+            line = f"waiting for another build of this index to finish ({p.document})…"
+        elif p.stage == "publish":
+            line = "publishing snapshot…" if p.done == 0 else "published"
+        else:
+            width = 30
+            filled = int(width * p.done / max(p.total, 1))
+            verb = {"read": "reading", "embed": "embedded"}.get(p.stage, p.stage)
+            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {verb} {p.done}/{p.total} pages"
+        if line == self.last:
+            return
+        self.last = line
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            if p.stage == "publish" and p.done:
+                self.stream.write("\n")
+        elif p.done in (0, p.total) or p.stage in ("publish", "wait"):
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def print_report(report: IndexReport, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(asdict(report), indent=2, ensure_ascii=False))
+        return
+    for doc in report.documents:
+        print(f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})")
+    for doc in report.unchanged:
+        print(f"up to date: {doc.title} (unchanged since it was indexed)")
+    for message in report.skipped:
+        print(f"skipped: {message}")
+    for message in report.warnings:
+        print(f"warning: {message}")
+    if report.documents or report.warnings:
+        print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
+              f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
+    else:
+        print(f"nothing to do: the index ({report.pages_total} pages) is up to date")
+
+
+def exit_code(report: IndexReport) -> int:
+    """0 when everything asked for is indexed or up to date; 1 when some inputs were refused."""
+    return 1 if report.skipped else 0
+
+
+def print_answer(answer: Answer) -> None:
+    if answer.changed_question:
+        print(f"Interpreted as: {answer.interpreted_question}\n")
+    print(answer.markdown or "(retrieval only)")
+    if answer.hits:
+        print("\nRetrieved pages:")
+        for n, hit in enumerate(answer.hits, 1):
+            print(f"  {n}. {hit.title}, p. {hit.page}  (score {hit.score:.4f})")
+    if answer.citations:
+        print("\nCitations:")
+        for c in answer.citations:
+            kind = c.highlight.kind if c.highlight else "page only"
+            print(f"  - {c.label} [{kind}]: “{c.quote[:160]}”")
+            if c.preview_path:
+                print(f"      preview:   {c.preview_path}")
+            if c.crop_path:
+                print(f"      highlight: {c.crop_path}")
+    for text in answer.limitations:
+        print(f"\nLimitation: {text}")
+    for text in answer.notes:
+        print(f"\nNote: {text}")
+
+
+def save_images(answer: Answer, out_dir: Path) -> Answer:
+    """Write each citation's images to `out_dir`; the answer with their paths (printed, and in --json)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for n, c in enumerate(answer.citations, 1):
+        stem = f"{n:02d}-{slug(c.title)}-p{c.page}"
+        preview_path = crop_path = None
+        if c.preview is not None:
+            preview_path = out_dir / f"{stem}-page.jpg"
+            preview_path.write_bytes(c.preview)
+        if c.crop is not None:
+            crop_path = out_dir / f"{stem}-highlight.png"
+            crop_path.write_bytes(c.crop)
+        saved.append(replace(c, preview_path=str(preview_path) if preview_path else None,
+                             crop_path=str(crop_path) if crop_path else None))
+    return replace(answer, citations=tuple(saved))
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "document"
+
+
+def read_image(path: str | Path) -> QueryImage:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise PixelragError(f"{path}: no such image file.")
+    return QueryImage(p.read_bytes(), "", p.name)

@@ -1,0 +1,57 @@
+"""Question sets: read a JSONL questions file into `Question` records.
+
+Format (see ../shared/corpora/README.md): one JSON object per line with `id`, `question`, `answer`,
+`gold` ([{file, page}], 1-based PDF pages), optional `gold_mode` ("all" by default, or "any"),
+`kind`, `lang`, optional `crop` ({file, page, box} in PDF points, top-left origin) for screenshot
+queries and optional `follow_up_of` (the id of the first turn of a two-turn exchange).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import BadInput
+
+PageRef = tuple[str, int]  # (file name, 1-based page)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    answer: str = ""
+    gold: tuple[PageRef, ...] = ()
+    gold_mode: str = "all"
+    kind: str = "text"
+    lang: str = "en"
+    crop: dict | None = None
+    follow_up_of: str | None = None
+    note: str = ""
+
+    @property
+    def negative(self) -> bool:
+        return self.kind == "negative" or not self.gold
+
+
+def load_questions(path: Path | str) -> list[Question]:
+    out = []
+    for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}:{n}: not JSON ({exc.msg}).") from exc
+        gold = tuple((g["file"], int(g["page"])) for g in item.get("gold") or ())
+        mode = item.get("gold_mode", "all")
+        if mode not in ("all", "any"):
+            raise BadInput(f"{path}:{n}: gold_mode must be 'all' or 'any', not {mode!r}.")
+        out.append(Question(str(item["id"]), item.get("question", ""), item.get("answer", ""), gold, mode,
+                            item.get("kind", "text"), item.get("lang", "en"), item.get("crop"),
+                            item.get("follow_up_of"), item.get("note", "")))
+    ids = {q.id for q in out}
+    for q in out:
+        if q.follow_up_of and q.follow_up_of not in ids:
+            raise BadInput(f"{q.id}: follow_up_of {q.follow_up_of!r} is not in the file.")
+    return out

@@ -1,0 +1,85 @@
+"""The evaluation report: group the per-question results (overall, by kind, by language, by
+screenshot variant, negatives apart) into the summary the harness returns, and render that summary
+as the markdown table `pixelrag eval` prints.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .metrics import MISS, Result, Score, mean_scores
+from .screenshots import VARIANTS
+
+KINDS_ORDER = ("text", "table", "figure", "procedure", "image", "negative")
+
+
+def _as_score(d: dict) -> Score:
+    return Score(**d) if d else MISS
+
+
+def summarize(results: Sequence[Result], k: int, reader: bool) -> dict:
+    main = [r for r in results if r.variant in ("", "crop") and r.gold]
+    groups: dict[str, list[Result]] = {"overall": main}
+    for kind in KINDS_ORDER:
+        if kind != "negative" and (rs := [r for r in main if r.kind == kind]):
+            groups[f"kind:{kind}"] = rs
+    for lang in sorted({r.lang for r in main}):
+        groups[f"lang:{lang}"] = [r for r in main if r.lang == lang]
+    for variant in VARIANTS:
+        if rs := [r for r in results if r.variant == variant and r.gold]:
+            groups[f"image:{variant}"] = rs
+    table = {}
+    for name, rs in groups.items():
+        row = mean_scores(_as_score(r.score) for r in rs)
+        base = mean_scores(_as_score(r.baseline_score) for r in rs) if not name.startswith("image:") or name == "image:crop" else {}
+        row["baseline"] = {key: v for key, v in base.items() if key != "n"}
+        row["errors"] = sum(r.error is not None for r in rs)
+        if reader:
+            graded = [r for r in rs if r.containment is not None]
+            precs = [r.citation_precision for r in rs if r.citation_precision is not None]
+            row["containment"] = sum(r.containment for r in graded) / len(graded) if graded else None
+            row["contains"] = sum(bool(r.contains) for r in graded) / len(graded) if graded else None
+            row["citation_precision"] = sum(precs) / len(precs) if precs else None
+            row["limitation_rate"] = sum(bool(r.states_limitation) for r in rs) / len(rs) if rs else None
+        table[name] = row
+    negatives = [r for r in results if not r.gold]
+    neg = {"n": len(negatives), "errors": sum(r.error is not None for r in negatives)}
+    if reader and negatives:
+        neg["limitation_rate"] = sum(bool(r.states_limitation) for r in negatives) / len(negatives)
+    return {"groups": table, "negatives": neg}
+
+
+def _f(v) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def markdown_report(report: dict) -> str:
+    k, reader = report["k"], report["reader"]
+    s = report["summary"]
+    head = ["group", "n", "evidence_first", f"evidence_within_{k}", f"recall@{k}", "MRR",
+            "text-only ef", f"text-only w{k}", "text-only MRR"]
+    if reader:
+        head += ["containment", "contains", "citation precision"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in s["groups"].items():
+        if not row.get("n"):
+            continue
+        b = row.get("baseline") or {}
+        cells = [name, str(row["n"]), _f(row["evidence_first"]), _f(row["evidence_within_k"]), _f(row["recall_at_k"]),
+                 _f(row["mrr"]), _f(b.get("evidence_first")), _f(b.get("evidence_within_k")), _f(b.get("mrr"))]
+        if reader:
+            cells += [_f(row.get("containment")), _f(row.get("contains")), _f(row.get("citation_precision"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    neg = s["negatives"]
+    errors = sum(row.get("errors", 0) for name, row in s["groups"].items() if name == "overall") + neg["errors"]
+    tail = [f"\nNegatives: {neg['n']} questions"]
+    if "limitation_rate" in neg:
+        tail.append(f", reader states a limitation on {neg['limitation_rate']:.3f} of them")
+        pos = s["groups"].get("overall", {}).get("limitation_rate")
+        if pos is not None:
+            tail.append(f" (and on {pos:.3f} of the answerable ones)")
+    tail.append(f". Errors (counted as misses): {errors}.")
+    if "image:crop" in s["groups"]:
+        tail.append("\nimage:* rows score every screenshot query once per variant (crop = as rendered at 150 DPI; "
+                    "half = 50 % downscale; jpeg40 = JPEG q40; rot2 = rotated 2°; screenshot = padded, in a window frame); "
+                    "the text-only baseline cannot see the image, so it gets the question text alone.")
+    return "\n".join(lines) + "".join(tail)
