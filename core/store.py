@@ -11,9 +11,6 @@ that fails or is killed never touches ACTIVE, so the previous snapshot stays in 
 from __future__ import annotations
 
 import functools
-
-import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from .disk import BuildLock, fsync_dir, sha256_file, write_once
 from .errors import IndexProblem
 from .records import Document, Page, Word
 
@@ -90,10 +88,10 @@ class IndexStore:
         return self.root / "pages" / f"{content_hash}.jpg"
 
     def save_source(self, sha256: str, data: bytes) -> None:
-        _write_once(self.source_path(sha256), data)
+        write_once(self.source_path(sha256), data)
 
     def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
-        _write_once(self.page_image_path(content_hash), jpeg)
+        write_once(self.page_image_path(content_hash), jpeg)
 
     # --- building ------------------------------------------------------------------------------
     def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> "BuildLock":
@@ -138,7 +136,7 @@ class IndexStore:
             "vectors": {"rows": int(vectors.shape[0]), "dim": dim},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         os.rename(tmp, self.root / "snapshots" / name)
         return name
 
@@ -150,7 +148,7 @@ class IndexStore:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, pointer)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         self._collect_garbage()
 
     def _collect_garbage(self) -> None:
@@ -295,68 +293,10 @@ class IndexStore:
             source = self.source_path(d.sha256)
             if not source.is_file():
                 problems.append(f"{d.title}: source PDF is missing")
-            elif _sha256_file(source) != d.sha256:
+            elif sha256_file(source) != d.sha256:
                 problems.append(f"{d.title}: source PDF does not match its recorded hash")
         unknown = set(by_doc) - {d.doc_id for d in documents}
         if unknown:
             problems.append(f"pages belong to unknown documents {sorted(unknown)}")
         if problems:
             raise IndexProblem(f"Index {self.root} (snapshot {manifest['name']}) failed its checks: " + "; ".join(problems[:8]))
-
-
-def _write_once(path: Path, data: bytes) -> None:
-    if path.is_file():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class BuildLock:
-    """An exclusive flock on the index directory, released on exit. Acquire it in a thread: it blocks.
-    The lock file names the process holding it, so a waiting build can say whom it waits for."""
-
-    def __init__(self, root: Path, on_wait: Callable[[str], None]):
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            self.handle = open(root / ".build.lock", "a+")
-        except PermissionError:
-            raise IndexProblem(f"Cannot write to the index folder {root} (permission denied): run as a user who "
-                               "may write there, or give --index another folder.") from None
-        except OSError as exc:
-            raise IndexProblem(f"Cannot use {root} as an index folder ({exc.strerror}).") from None
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.seek(0)
-            on_wait(self.handle.read().strip() or "another process")
-            fcntl.flock(self.handle, fcntl.LOCK_EX)
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"process {os.getpid()}")
-        self.handle.flush()
-
-    def __enter__(self) -> "BuildLock":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.handle.truncate(0)
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()

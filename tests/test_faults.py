@@ -150,7 +150,7 @@ def test_a_second_build_says_it_is_waiting(env, capsys):
     import subprocess
     import sys
 
-    from core.store import BuildLock
+    from core.disk import BuildLock
     from tests.conftest import ROOT
 
     pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
