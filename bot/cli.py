@@ -89,7 +89,7 @@ async def cmd_slack(args) -> int:
 
 
 async def cmd_discord(args) -> int:
-    from bot.discord_app import serve
+    from bot.discord import serve
 
     await serve(_settings(args))
     return 0

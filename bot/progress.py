@@ -10,7 +10,7 @@ import contextlib
 import logging
 from typing import Awaitable, Callable
 
-from core.records import Progress
+from core import Progress
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ class Answerer:
             raise BadInput("Ask a question, attach a screenshot, or both.")
         if len(question) > MAX_QUESTION_CHARS:
             raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
-        # Decoded and normalised once (a few hundred ms for a large PNG: off the loop).
+        # Decoded and normalised once, off the loop: a large PNG takes a while.
         images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
         backend = self.backend()
 
@@ -77,7 +77,7 @@ class Answerer:
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
         allowed = np.isin(snap.page_docs, list(documents))
-        # Search and citation drawing are CPU work (hundreds of ms at a million pages): off the loop.
+        # Search and citation drawing are CPU work that grows with the index: off the loop.
         hits = await asyncio.to_thread(self._search, snap, lexical, documents, allowed, query_text, qvec)
         lap("search")
         if retrieve_only:

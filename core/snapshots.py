@@ -43,7 +43,7 @@ class IndexView:
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
-        builds BM25 (about 1 ms per page), which must not stall a bot's event loop."""
+        builds BM25 (time grows with the pages), which must not stall a bot's event loop."""
         if current := self.current():
             return current[1], current[2]
         async with self._load_lock:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "eval"))
 
 QUESTIONS = [
     "What is the mounting hole spacing of the HydroFlow HF-300?",
@@ -45,7 +44,7 @@ async def run(service, repeat: int, out: Path) -> dict[str, list[float]]:
 
 
 async def main_async(repeat: int) -> None:
-    from sample_document import build
+    from eval.sample_document import build
 
     from core.config import Settings
     from core.service import Service

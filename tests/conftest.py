@@ -9,8 +9,7 @@ import pymupdf
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `eval/` is not a package; its generator is imported from here
-sys.path.insert(0, str(ROOT / "eval"))
+sys.path.insert(0, str(ROOT))
 
 from core.config import Settings  # noqa: E402
 
@@ -40,7 +39,7 @@ def text_pdf(path: Path, pages: list[str], title: str = "") -> Path:
 
 @pytest.fixture(scope="session")
 def brochure(tmp_path_factory) -> Path:
-    from sample_document import build
+    from eval.sample_document import build
 
     return build(tmp_path_factory.mktemp("sample") / "hf300-brochure.pdf")
 

@@ -15,15 +15,11 @@ import discord
 import pytest
 from PIL import Image
 
-from bot.discord_app import (
-    DiscordHandlers,
-    ProgressNotice,
-    build_client,
-    deliver,
-    scope_for,
-    thread_key,
-)
-from bot.discord_render import MAX_CONTENT, Outgoing, render_answer, split_text
+from bot.discord import DiscordHandlers, build_client
+from bot.discord.delivery import deliver
+from bot.discord.progress import ProgressNotice
+from bot.discord.render import MAX_CONTENT, Outgoing, render_answer, split_text
+from bot.discord.routing import scope_for, thread_key
 from core.config import Settings
 from core.errors import RemoteError
 from core.records import (
@@ -493,6 +489,22 @@ async def test_index_this_with_pdf_needs_permission(store):
     assert service.turns == []  # an index request is not a question
 
 
+async def test_a_question_mentioning_the_index_with_a_pdf_is_a_question(store):
+    # Only "index this" (and its variants) as the whole message starts indexing.
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    pdf = make_attachment("manual.pdf", b"%PDF-1.7 ...", "application/pdf")
+    msg = make_message("please tell me about the index", make_text_channel(guild), make_user(manage=True),
+                       guild=guild, mention_me=True, attachments=[pdf])
+    await h.on_message(msg)
+    assert service.indexed == []
+    assert [t.question for t in service.turns] == ["please tell me about the index"]
+    text = all_text(msg.create_thread.return_value.send)
+    assert "2 years" in text
+    assert "manual.pdf: PDFs are not read as questions" in text and "index this" in text
+
+
 @pytest.mark.parametrize("command", ["index", "remove"])
 async def test_index_and_remove_refused_without_manage_server(store, command):
     service = FakeService()
@@ -574,22 +586,56 @@ async def test_docs_lists_what_the_scope_sees(store):
     assert "Shared brochure" in all_text(inter.followup.send)
 
 
+class ManualClock:
+    """A `sleep` for the progress loop that returns only when the test lets an interval pass."""
+
+    def __init__(self):
+        self.slept: list[float] = []
+        self._wake: asyncio.Future | None = None
+        self._asleep = asyncio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self._wake = asyncio.get_running_loop().create_future()
+        self._asleep.set()
+        await self._wake
+
+    async def tick(self) -> None:
+        """One interval passes: the loop wakes, does its edit, and is asleep again when this returns."""
+        await self._asleep.wait()
+        self._asleep.clear()
+        self._wake.set_result(None)
+        await self._asleep.wait()
+
+
+def edited(edit: AsyncMock) -> list[str]:
+    return [c.args[0] for c in edit.call_args_list]
+
+
 async def test_progress_edits_are_throttled():
+    clock = ManualClock()
     edit = AsyncMock()
-    async with ProgressNotice(edit, interval=0.05) as notice:
+    async with ProgressNotice(edit, interval=2.0, sleep=clock.sleep) as notice:
         for i in range(50):
             notice(Progress("embed", i + 1, 50, "manual.pdf"))
-        await asyncio.sleep(0.12)
-        notice(Progress("publish", 1, 1, "manual.pdf"))
-        await asyncio.sleep(0.08)
-    texts = [c.args[0] for c in edit.call_args_list]
-    assert 1 <= len(texts) <= 4  # 51 updates, a handful of edits
-    assert texts[0] == "⏳ Indexing **manual.pdf**: embed 50/50…"
+        assert edited(edit) == []  # nothing is shown before an interval has passed
+        await clock.tick()
+        assert edited(edit) == ["⏳ Indexing **manual.pdf**: embed 50/50…"]  # 50 updates, one edit: the latest
+        await clock.tick()
+        assert len(edited(edit)) == 1  # nothing new, no edit
+        notice(Progress("publish", 1, 2, "manual.pdf"))
+        notice(Progress("publish", 2, 2, "manual.pdf"))
+        await clock.tick()
+    assert edited(edit) == ["⏳ Indexing **manual.pdf**: embed 50/50…",
+                            "⏳ Indexing **manual.pdf**: publish 2/2…",
+                            "✅ Indexing finished."]
+    assert set(clock.slept) == {2.0}  # it waits the interval it was given
 
 
 async def test_client_registers_commands_without_connecting(store):
     client = build_client(FakeService(), store, Settings())
     try:
+        await client.add_cogs()  # what setup_hook does before syncing the tree
         commands = {c.name: c for c in client.tree.get_commands()}
         assert set(commands) == {"ask", "index", "reindex", "docs", "remove"}
         assert commands["index"].default_permissions.manage_guild
@@ -598,6 +644,22 @@ async def test_client_registers_commands_without_connecting(store):
         assert [p.name for p in commands["ask"].parameters] == ["question", "image"]
         assert client.intents.message_content
         assert not client.is_ready()
+        assert all(commands[name].guild_only for name in ("index", "reindex", "remove"))
+        assert not commands["ask"].guild_only and not commands["docs"].guild_only
+        for name in ("remove", "reindex"):
+            assert [p.autocomplete for p in commands[name].parameters] == [True]  # this server's documents
+        assert client.help_command is None  # no prefix commands: "@pixelrag help" is a question
+    finally:
+        await client.close()
+
+
+async def test_custom_index_access_keeps_admin_commands_visible(store):
+    client = build_client(FakeService(), store, Settings(extra={"DISCORD_INDEX_ROLE": "Librarian"}))
+    try:
+        await client.add_cogs()
+        commands = {c.name: c for c in client.tree.get_commands()}
+        assert all(commands[name].default_permissions is None for name in ("index", "reindex", "remove"))
+        assert commands["index"].guild_only
     finally:
         await client.close()
 
@@ -728,11 +790,13 @@ async def test_slash_index_and_ask_end_to_end(settings, store):
 
 
 async def test_progress_message_is_closed_when_done():
+    clock = ManualClock()
     edit = AsyncMock()
-    async with ProgressNotice(edit, interval=0.01) as notice:
+    async with ProgressNotice(edit, interval=0.01, sleep=clock.sleep) as notice:
         notice(Progress("embed", 1, 2, "m.pdf"))
-        await asyncio.sleep(0.05)
+        await clock.tick()
     assert edit.call_args_list[-1].args[0] == "✅ Indexing finished."
+    assert edited(edit) == ["⏳ Indexing **m.pdf**: embed 1/2…", "✅ Indexing finished."]
 
 
 # ---- backend failures reach the user (gemini backend, nothing listening / failing fake) ------
@@ -762,7 +826,7 @@ async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
 
 async def test_backend_failure_when_answering_is_shown(tmp_path, store):
     from core.service import Service
-    from tests.fake_gemini import FakeGemini
+    from eval.fakes.gemini import FakeGemini
 
     async with FakeGemini() as fake:
         settings = fake.settings(Settings().with_(index_dir=tmp_path / "index"), embedding_dim=256,
@@ -823,7 +887,7 @@ async def test_running_without_message_content_intent(store):
 
 @pytest.fixture
 async def cdn():
-    from tests.fake_discord import FakeDiscord
+    from eval.fakes.discord import FakeDiscord
 
     async with FakeDiscord() as fake:
         yield fake

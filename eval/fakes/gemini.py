@@ -28,10 +28,12 @@ outputDimensionality outside 128-3072, embedding text over 8,192 tokens, and thi
 an unknown thinking level on Gemini 3 models. A 429 carries google.rpc.RetryInfo with
 `retry_delay` (a Duration string such as "2s").
 
-Knobs: `latency` (seconds per request), `gate` (an asyncio.Event every request waits for), `script(endpoint, 429, 500, Hang(5))` (one step per
-request, then normal service), `fail_always` (a status for every request), `retry_delay`, and the records
-`requests` (Counter per endpoint), `embed_sizes` (contents per embed request), `bodies` (every
-received request), `max_in_flight`.
+Knobs: `latency` (seconds per request), `gate` (an asyncio.Event every request waits for),
+`script(endpoint, 429, 500, Hang(5))` (one step per request, then normal service), `fail_always`
+(a status for every request), `retry_delay`, and the records `requests` (Counter per endpoint),
+`embed_sizes` (contents per embed request), `bodies` (every received request), `max_in_flight`.
+
+One module on purpose (longer than most): the rules the API enforces are read best side by side.
 """
 from __future__ import annotations
 

@@ -19,6 +19,8 @@ msg_blocks_too_long), text over 40,000 characters, messages with neither text no
 unknown messages, duplicate reactions, uploads completed for files never uploaded or with a
 markdown block, more than 10 files per message, a response_url used more than 5 times or after
 30 minutes, and chat.postMessage bursts beyond its per-channel rate limit (429 with Retry-After).
+
+One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
 from __future__ import annotations
 

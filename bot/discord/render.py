@@ -1,4 +1,5 @@
-"""Answer -> Discord messages: text split at 2,000 characters, one embed per citation.
+"""Core records -> Discord messages: an answer (text split at 2,000 characters, one embed per
+citation), the /docs listing and an indexing report.
 
 Pure functions over core records; nothing here talks to Discord. Each outgoing message respects
 Discord's limits: 2,000 characters of content, 10 embeds (6,000 characters together) and 10 files,
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import discord
 
 from bot.text_split import clip, split_text as split_pieces
-from core.records import Answer, Citation, Document, own_and_shared
+from core import Answer, Citation, Document, IndexReport, own_and_shared
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -168,3 +169,15 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
             lines += [f"- {d.title} — `{d.file_name}`, {d.page_count} pages (`{d.doc_id}`)" for d in group]
             lines.append("")
     return text_messages("\n".join(lines))
+
+
+def describe_report(report: IndexReport) -> str:
+    """What an indexing run did, for the message that closes it."""
+    lines = [
+        f"Indexed **{d.title}** (`{d.file_name}`, {d.page_count} pages)." for d in report.documents
+    ]
+    if report.documents:
+        lines.append(f"-# {report.pages_embedded} pages read, {report.pages_reused} reused from the previous index.")
+    lines += [f"Already up to date: **{d.title}** (unchanged)." for d in report.unchanged]
+    lines += [f"⚠️ {s}" for s in report.skipped + report.warnings]
+    return "\n".join(lines) or "Nothing was indexed."

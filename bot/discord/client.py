@@ -1,0 +1,85 @@
+"""The bot process: a discord.py Bot carrying the cogs, and `serve`, which opens the thread store
+and the service, logs in and runs until stopped."""
+from __future__ import annotations
+
+import logging
+
+import discord
+from discord.ext import commands
+
+from core import BadInput, Service, Settings, ThreadStore
+
+from .cogs import DocumentsCog, QuestionsCog
+from .handlers import DiscordHandlers
+from .settings import DiscordSettings
+
+log = logging.getLogger("pixelrag.discord")
+
+
+class PixelragBot(commands.Bot):
+    def __init__(self, handlers: DiscordHandlers, options: DiscordSettings):
+        intents = discord.Intents.default()
+        # privileged; without it only DMs and mentions carry text (DISCORD_MESSAGE_CONTENT=0 to run without)
+        intents.message_content = options.message_content
+        super().__init__(
+            command_prefix=commands.when_mentioned,  # unused: on_message below never parses prefix commands
+            help_command=None,
+            intents=intents,
+            # quoted documents must never ping @everyone or roles
+            allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True),
+        )
+        self.options = options
+        self.handlers = handlers
+        handlers.me = lambda: self.user
+
+    async def add_cogs(self) -> None:
+        """Register the listeners and app commands (no connection needed)."""
+        await self.add_cog(QuestionsCog(self.handlers))
+        await self.add_cog(DocumentsCog(self.handlers))
+
+    async def setup_hook(self) -> None:
+        await self.add_cogs()
+        if self.options.guild_id:  # development: guild commands appear at once
+            guild = discord.Object(self.options.guild_id)
+            self.tree.copy_global_to(guild=guild)
+            await self.tree.sync(guild=guild)
+        else:
+            await self.tree.sync()
+
+    async def on_message(self, message: discord.Message) -> None:
+        # Bot's default would run prefix commands: "@pixelrag help …" is a question, and
+        # QuestionsCog's listener is the only reader of messages.
+        return
+
+    async def on_ready(self) -> None:
+        log.info("connected as %s to %d servers", self.user, len(self.guilds))
+
+
+def build_client(service: Service, threads: ThreadStore, settings: Settings,
+                 options: DiscordSettings | None = None) -> PixelragBot:
+    """The bot, not connected; its cogs are added by `setup_hook` when it logs in (or `add_cogs`)."""
+    options = options if options is not None else DiscordSettings.parse(settings.extra)
+    return PixelragBot(DiscordHandlers(service, threads, settings, options=options), options)
+
+
+async def serve(settings: Settings) -> None:
+    """Run the bot until it is stopped; `pixelrag discord` calls this."""
+    options = DiscordSettings.parse(settings.extra)
+    if not options.token:
+        raise BadInput("DISCORD_TOKEN is not set; see the Discord setup section of the README.")
+    if not logging.getLogger().handlers:
+        discord.utils.setup_logging()
+    threads = await ThreadStore(settings.index_dir / "discord-threads.sqlite").open()
+    service = Service(settings)
+    await service.warm_up()
+    client = build_client(service, threads, settings, options)
+    try:
+        async with client:
+            await client.start(options.token)
+    except discord.LoginFailure as exc:
+        raise BadInput("Discord refused DISCORD_TOKEN; copy the bot token again from the Developer Portal.") from exc
+    except discord.PrivilegedIntentsRequired as exc:
+        raise BadInput("Enable “Message Content Intent” for the bot in the Developer Portal, "
+                       "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only).") from exc
+    finally:
+        await threads.close()

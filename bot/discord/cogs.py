@@ -1,0 +1,69 @@
+"""discord.py cogs: the gateway's message events and the app commands, wired to DiscordHandlers.
+
+Only declarations live here (command names, parameters, checks); every callback delegates, so what
+the bot does is tested on the handlers without a command tree.
+"""
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from .handlers import DiscordHandlers
+
+
+class QuestionsCog(commands.Cog, name="Questions"):
+    """Questions by mention, DM, reply or thread follow-up, and /ask."""
+
+    def __init__(self, handlers: DiscordHandlers):
+        self.handlers = handlers
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        await self.handlers.on_message(message)
+
+    @app_commands.command(name="ask", description="Ask a question about the documents")
+    @app_commands.describe(question="Your question", image="A screenshot to search with (PNG, JPEG or WebP)")
+    async def ask(self, interaction: discord.Interaction, question: str, image: discord.Attachment | None = None):
+        await self.handlers.ask(interaction, question, image)
+
+
+class DocumentsCog(commands.Cog, name="Documents"):
+    """/docs for everyone; /index, /reindex and /remove for those `Access` allows."""
+
+    def __init__(self, handlers: DiscordHandlers):
+        self.handlers = handlers
+        # Manage Server hides the admin commands by default; with a custom role or user list they
+        # stay visible and the handler's own check decides. Set per instance (the cog's own copies
+        # of the commands), because the configuration is only known at run time.
+        if not handlers.access.customised:
+            for command in (self.index, self.reindex, self.remove):
+                command.default_permissions = discord.Permissions(manage_guild=True)
+
+    @app_commands.command(name="index", description="Add a PDF (URL or attachment) to this server's documents")
+    @app_commands.describe(url="A link to a PDF", attachment="A PDF file")
+    @app_commands.guild_only()
+    async def index(self, interaction: discord.Interaction, url: str | None = None,
+                    attachment: discord.Attachment | None = None):
+        await self.handlers.index(interaction, url, attachment)
+
+    @app_commands.command(name="reindex", description="Rebuild this server's documents (or one of them)")
+    @app_commands.describe(document="Title, file name or id; all when left empty")
+    @app_commands.guild_only()
+    async def reindex(self, interaction: discord.Interaction, document: str | None = None):
+        await self.handlers.reindex(interaction, document)
+
+    @app_commands.command(name="docs", description="List the documents I can answer from here")
+    async def docs(self, interaction: discord.Interaction):
+        await self.handlers.docs(interaction)
+
+    @app_commands.command(name="remove", description="Remove a document from this server's documents")
+    @app_commands.describe(document="Title, file name or id")
+    @app_commands.guild_only()
+    async def remove(self, interaction: discord.Interaction, document: str):
+        await self.handlers.remove(interaction, document)
+
+    @reindex.autocomplete("document")
+    @remove.autocomplete("document")
+    async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return await self.handlers.document_choices(interaction, current)

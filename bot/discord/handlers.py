@@ -1,0 +1,209 @@
+"""What the bot does with a message or an app command, as async methods over discord objects.
+
+Deciding whether a message is for us, reading attachments, choosing where to reply, permissions
+and error reporting happen here; retrieval and reading are core's. The cogs only delegate to
+`DiscordHandlers`, and the tests drive it directly with spec'd mocks.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import discord
+from discord import app_commands
+
+from bot.triggers import asks_to_index
+from core import BadInput, Conversation, PixelragError, Service, Settings, ThreadStore
+
+from .access import Access
+from .delivery import GENERIC_FAILURE, Replier, deliver, say
+from .files import Attachments, kind
+from .progress import ProgressNotice
+from .render import describe_report, render_answer, render_documents, text_messages
+from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
+from .settings import DiscordSettings
+
+log = logging.getLogger("pixelrag.discord")
+
+USAGE = ("Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
+         "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”.")
+
+
+class DiscordHandlers:
+    def __init__(self, service: Service, threads: ThreadStore, settings: Settings,
+                 me: Callable[[], discord.abc.User | None] = lambda: None, options: DiscordSettings | None = None):
+        self.service = service
+        self.threads = threads
+        self.settings = settings
+        self.options = options if options is not None else DiscordSettings.parse(settings.extra)
+        self.me = me  # the bot's own user, known once logged in
+        self.access = Access.of(self.options)
+        self.files = Attachments(settings)
+        self.conversation = Conversation(service, threads, settings.history_exchanges)
+
+    # ---- messages -------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        me = self.me()
+        if me is None or message.author.bot or message.author.id == me.id:
+            return
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return  # joins, pins, thread-created notices
+        if not is_addressed(message, me):
+            return
+        claim = f"discord:{message.id}"
+        if not await self.threads.claim(claim):
+            return  # a gateway resume can deliver the same message twice
+        question = strip_mentions(message.content, me, bot_role_ids(message, me))
+        place = _Place(message.channel)
+        try:
+            await self._handle_message(message, question, place)
+        except PixelragError as exc:
+            await say(place.channel, f"⚠️ {exc}")
+        except Exception:
+            log.exception("failed to handle message %s", message.id)
+            await say(place.channel, GENERIC_FAILURE)
+        await self.threads.finish(claim)
+
+    async def _handle_message(self, message: discord.Message, question: str, place: "_Place") -> None:
+        guild_id = message.guild.id if message.guild else None
+        images, pdfs, problems = await self.files.sort(message.attachments)
+        if pdfs and asks_to_index(question):
+            place.channel = await reply_place(message, question)
+            await self._index_from_message(message, pdfs, place.channel, problems)
+            return
+        for att in pdfs:
+            problems.append(f"{att.filename}: PDFs are not read as questions; attach it with “index this” "
+                            "to add it to this server's documents.")
+        if not question and not images:  # nothing to answer: say so in place, no thread
+            await deliver(message.channel.send,
+                          text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
+            return
+        channel = place.channel = await reply_place(message, question)
+        limit = upload_limit(message.guild)
+        async with channel.typing():
+            reply = await self.conversation.ask(
+                thread_key(channel, guild_id), question, images, scope=scope_for(guild_id),
+                render=lambda answer: render_answer(answer, limit, notes=problems))
+        await deliver(channel.send, reply.rendered)
+
+    async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
+        if message.guild is None:
+            raise BadInput("Indexing works in a server; in DMs I answer from the shared collection only.")
+        perms = getattr(message.author, "guild_permissions", None)
+        if not self.access.allows(message.author, perms):
+            await say(place, self.access.refusal())
+            return
+        scope = scope_for(message.guild.id)
+        status = await place.send(content=f"⏳ Indexing {', '.join(a.filename for a in pdfs)}…")
+        lines = [f"⚠️ {p}" for p in problems]
+        for att in pdfs:
+            try:
+                data = await self.files.download(att, self.settings.max_pdf_bytes)
+                async with ProgressNotice(lambda text: status.edit(content=text)) as notice:
+                    report = await self.service.index_bytes(data, att.filename, scope=scope, progress=notice)
+                lines.append(describe_report(report))
+            except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
+                text = str(exc)
+                lines.append(f"⚠️ {text}" if text.startswith(att.filename) else f"⚠️ {att.filename}: {text}")
+        await deliver(place.send, text_messages("\n".join(lines)))
+
+    # ---- app commands ---------------------------------------------------------------------
+
+    async def ask(self, interaction: discord.Interaction, question: str,
+                  image: discord.Attachment | None = None) -> None:
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            images, problems = [], []
+            if image is not None:
+                mime = kind(image)
+                if mime in (None, "pdf"):
+                    problems.append(f"{image.filename}: only PNG, JPEG or WebP screenshots can be used with /ask.")
+                else:
+                    try:
+                        images.append(await self.files.read_image(image, mime))
+                    except BadInput as exc:
+                        problems.append(str(exc))
+            channel = interaction.channel
+            # memory only where a conversation has a place: threads and DMs
+            in_thread = isinstance(channel, (discord.Thread, discord.DMChannel))
+            key = thread_key(channel, interaction.guild_id) if in_thread else None
+            limit = upload_limit(interaction.guild)
+            reply = await self.conversation.ask(
+                key, question, images, scope=scope_for(interaction.guild_id),
+                render=lambda answer: render_answer(answer, limit, notes=problems))
+            await replier.send_all(reply.rendered)
+
+    async def index(self, interaction: discord.Interaction, url: str | None = None,
+                    attachment: discord.Attachment | None = None) -> None:
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            scope = scope_for(interaction.guild_id)
+            async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
+                if attachment is not None:
+                    if kind(attachment) != "pdf":
+                        raise BadInput(f"{attachment.filename}: only PDFs can be indexed.")
+                    data = await self.files.download(attachment, self.settings.max_pdf_bytes)
+                    report = await self.service.index_bytes(data, attachment.filename, scope=scope, progress=notice)
+                elif url and url.strip():
+                    report = await self.service.index([url.strip()], scope=scope, progress=notice)
+                else:
+                    raise BadInput("Give a PDF URL or attach a PDF to index.")
+            await replier.send_all(text_messages(describe_report(report)))
+
+    async def reindex(self, interaction: discord.Interaction, document: str | None = None) -> None:
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
+                report = await self.service.reindex(scope_for(interaction.guild_id), document or None, progress=notice)
+            await replier.send_all(text_messages(describe_report(report)))
+
+    async def docs(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            scope = scope_for(interaction.guild_id)
+            await replier.send_all(render_documents(self.service.documents(scope), scope))
+
+    async def remove(self, interaction: discord.Interaction, document: str) -> None:
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            doc = await self.service.remove(scope_for(interaction.guild_id), document)
+            await replier.send_all(text_messages(
+                f"🗑️ Removed **{doc.title}** (`{doc.file_name}`) from this server's documents."))
+
+    async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        """Autocomplete for /remove and /reindex: this server's own documents."""
+        scope = scope_for(interaction.guild_id)
+        try:
+            docs = [d for d in self.service.documents(scope) if d.scope == scope]
+        except Exception:
+            log.warning("document autocomplete failed", exc_info=True)
+            return []
+        needle = current.lower()
+        return [app_commands.Choice(name=d.title[:100], value=d.doc_id)
+                for d in docs if needle in d.title.lower() or needle in d.file_name.lower()][:25]
+
+    async def _may_manage(self, interaction: discord.Interaction) -> bool:
+        """Checked before deferring, so a refusal is a quick private reply."""
+        if interaction.guild is None:
+            await interaction.response.send_message(
+                "Documents are managed in a server; in DMs I answer from the shared collection only.", ephemeral=True)
+            return False
+        if not self.access.allows(interaction.user, interaction.permissions):
+            await interaction.response.send_message(self.access.refusal(), ephemeral=True)
+            return False
+        return True
+
+
+class _Place:
+    """Where replies to a message go; becomes the new thread once one is created, so that a failure
+    after that is reported in the thread."""
+
+    def __init__(self, channel: discord.abc.Messageable):
+        self.channel = channel

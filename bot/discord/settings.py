@@ -1,0 +1,43 @@
+"""The Discord adapter's settings: the DISCORD_* variables read once from `Settings.extra`, checked
+and typed, so that a mistyped id stops the bot at startup with a message naming the variable."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from core import BadInput
+
+
+@dataclass(frozen=True)
+class DiscordSettings:
+    token: str = field(default="", repr=False)  # DISCORD_TOKEN; serve() refuses to start without it
+    guild_id: int | None = None  # DISCORD_GUILD_ID: sync commands to this server only (development)
+    message_content: bool = True  # DISCORD_MESSAGE_CONTENT: the privileged intent, on unless turned off
+    index_role: str = ""  # DISCORD_INDEX_ROLE: role id or name that may also manage documents
+    index_users: frozenset[int] = frozenset()  # DISCORD_INDEX_USERS: user ids that may also manage them
+
+    @classmethod
+    def parse(cls, extra: Mapping[str, str]) -> "DiscordSettings":
+        """BadInput, with the variable named, for a value that cannot be used."""
+        guild_id = extra.get("DISCORD_GUILD_ID", "").strip()
+        if guild_id and not guild_id.isdigit():
+            raise BadInput(f"DISCORD_GUILD_ID={guild_id!r} is not a server id (Developer Mode → Copy Server ID).")
+        raw_users = [u for u in re.split(r"[\s,]+", extra.get("DISCORD_INDEX_USERS", "")) if u]
+        if bad := [u for u in raw_users if not u.isdigit()]:
+            raise BadInput(f"DISCORD_INDEX_USERS must list numeric user ids (Developer Mode → Copy User ID); "
+                           f"not ids: {', '.join(bad)}.")
+        return cls(
+            token=extra.get("DISCORD_TOKEN", "").strip(),
+            guild_id=int(guild_id) if guild_id else None,
+            message_content=truthy(extra.get("DISCORD_MESSAGE_CONTENT"), True),
+            index_role=extra.get("DISCORD_INDEX_ROLE", "").strip(),
+            index_users=frozenset(int(u) for u in raw_users),
+        )
+
+
+def truthy(value: str | None, default: bool) -> bool:
+    """Unset or empty means `default`; only an explicit 0/false/no/off turns a setting off."""
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
