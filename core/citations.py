@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from PIL import Image, ImageDraw
 
-from .records import Answer, Box, Citation, Highlight, Page, union_box
+from .records import Box, Citation, Highlight, Page, union_box
 from .text import tokens
 
 MIN_MATCH = 0.8  # share of the quote's tokens that must be found, in order

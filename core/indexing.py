@@ -1,11 +1,10 @@
 """Building the index: validate -> render -> text layer (+ whatever the backend reads from the pixels)
 -> embed, reusing unchanged pages -> a new snapshot -> publish, reporting progress through a callback.
-A build never loses documents it was not asked to touch, even over a damaged index.
+A build never loses documents it was not asked to touch, even over a damaged index (core/recovery.py).
 """
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,8 +17,9 @@ from .documents import Source, document_title, open_pdf, read_source, render_pag
 from .errors import BadInput, Busy, IndexProblem
 from .ports import Backend
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
+from .recovery import recover
 from .snapshots import IndexView
-from .store import IndexStore, Snapshot
+from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class Indexer:
             damaged = False
         except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
             log.warning("building over a damaged index: %s", exc)
-            previous, recovered = await asyncio.to_thread(self._recover, exc, warnings)
+            previous, recovered = await asyncio.to_thread(recover, self.store, exc, warnings)
             items += recovered
             damaged = True
         if previous is not None:
@@ -203,40 +203,6 @@ class Indexer:
         async with self._build_lock:
             with await asyncio.to_thread(self.store.lock):
                 return await asyncio.to_thread(self.store.repair)
-
-    def _recover(self, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
-        """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
-        the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
-        active = self.store.active_name()
-        previous = self.store.newest_intact()
-        listed = self.store.documents_of(active) if active else None
-        warnings.append(f"The index was damaged ({problem}).")
-        if previous is not None:
-            warnings.append(f"Its documents were carried over from the intact snapshot {previous.name}.")
-        if listed is None:
-            # Which documents the damaged snapshot held is unknown: if PDFs are stored that the intact
-            # snapshot does not list, building now would drop them. Refuse and say how to repair.
-            if orphans := self.store.orphaned_sources(previous):
-                raise IndexProblem(
-                    f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
-                    f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
-                    f"`pixelrag repair --index {self.store.root}`: it makes the newest intact snapshot active and "
-                    "moves those PDFs where you can index them again.")
-            return previous, []
-        have = {d.doc_id for d in previous.documents} if previous else set()
-        recovered = []
-        for doc in listed:
-            if doc.doc_id in have:
-                continue
-            path = self.store.source_path(doc.sha256)
-            data = path.read_bytes() if path.is_file() else b""
-            if hashlib.sha256(data).hexdigest() != doc.sha256:
-                warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
-                                "Index it again.")
-                continue
-            recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
-            warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
-        return previous, recovered
 
     async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
                               reuse_pages: dict, progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:

@@ -3,7 +3,6 @@
 core/conversation.py."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 from .answering import Answerer

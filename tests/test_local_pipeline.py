@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import shutil
-from pathlib import Path
 
 import pytest
 from PIL import Image

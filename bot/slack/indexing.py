@@ -1,11 +1,10 @@
 """Indexing started from Slack ("index this" on a message with PDFs, a URL, /pixelrag index and
-reindex): permission first, then one progress message edited as the job runs, ending in a summary."""
+reindex), once the caller has checked permission: one progress message edited as the job runs,
+ending in a summary."""
 from __future__ import annotations
 
 import logging
 from typing import Awaitable, Callable
-
-from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Busy, IndexReport, PixelragError, Progress, Service
 

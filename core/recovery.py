@@ -1,0 +1,44 @@
+"""Building over a damaged index: what to build on, and which documents to rebuild from their stored
+PDFs, so that a build never loses documents it was not asked to touch."""
+from __future__ import annotations
+
+import hashlib
+
+from .documents import Source
+from .errors import IndexProblem
+from .store import IndexStore, Snapshot
+
+
+def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
+    """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
+    the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
+    active = store.active_name()
+    previous = store.newest_intact()
+    listed = store.documents_of(active) if active else None
+    warnings.append(f"The index was damaged ({problem}).")
+    if previous is not None:
+        warnings.append(f"Its documents were carried over from the intact snapshot {previous.name}.")
+    if listed is None:
+        # Which documents the damaged snapshot held is unknown: if PDFs are stored that the intact
+        # snapshot does not list, building now would drop them. Refuse and say how to repair.
+        if orphans := store.orphaned_sources(previous):
+            raise IndexProblem(
+                f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
+                f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
+                f"`pixelrag repair --index {store.root}`: it makes the newest intact snapshot active and "
+                "moves those PDFs where you can index them again.")
+        return previous, []
+    have = {d.doc_id for d in previous.documents} if previous else set()
+    recovered = []
+    for doc in listed:
+        if doc.doc_id in have:
+            continue
+        path = store.source_path(doc.sha256)
+        data = path.read_bytes() if path.is_file() else b""
+        if hashlib.sha256(data).hexdigest() != doc.sha256:
+            warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
+                            "Index it again.")
+            continue
+        recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
+        warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
+    return previous, recovered
