@@ -11,7 +11,9 @@ from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, fa
 from .query_images import attachment_kind, validate_query_image
 from .records import (SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport, Progress,
                       QueryImage, Turn, own_and_shared)
+from .ports import ThreadMemory
 from .service import Service
+from .storage import thread_memory
 from .threads import ThreadKey, ThreadStore
 
 __all__ = [
@@ -22,6 +24,6 @@ __all__ = [
     "attachment_kind", "validate_query_image",
     "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport", "Progress",
     "QueryImage", "Turn", "own_and_shared",
-    "Service",
+    "Service", "ThreadMemory", "thread_memory",
     "ThreadKey", "ThreadStore",
 ]

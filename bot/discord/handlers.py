@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 
 from bot.triggers import asks_to_index
-from core import BadInput, Conversation, PixelragError, Service, Settings, ThreadStore
+from core import BadInput, Conversation, PixelragError, Service, Settings, ThreadMemory
 
 from .access import Access
 from .delivery import GENERIC_FAILURE, Replier, deliver, say
@@ -30,7 +30,7 @@ USAGE = ("Ask me about the documents indexed here, e.g. `@pixelrag what is the w
 
 
 class DiscordHandlers:
-    def __init__(self, service: Service, threads: ThreadStore, settings: Settings,
+    def __init__(self, service: Service, threads: ThreadMemory, settings: Settings,
                  me: Callable[[], discord.abc.User | None] = lambda: None, options: DiscordSettings | None = None):
         self.service = service
         self.threads = threads

@@ -13,7 +13,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, Service, Settings, ThreadStore
+from core import Conversation, Service, Settings, ThreadMemory
 
 from .commands import SlashCommand
 from .files import SlackFiles
@@ -29,7 +29,7 @@ HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 class SlackBot:
     """The parts behind the listeners, for serve() and tests: `tasks.drain()` waits for the work."""
 
-    def __init__(self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadStore):
+    def __init__(self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadMemory):
         self.service = service
         self.tasks = BackgroundTasks()
         files = SlackFiles(slack.bot_token, settings.request_timeout_s, settings.max_image_bytes,
@@ -66,7 +66,7 @@ def make_client(settings: Settings, slack: SlackSettings) -> AsyncWebClient:
     return client
 
 
-def build_app(settings: Settings, service: Service, threads: ThreadStore,
+def build_app(settings: Settings, service: Service, threads: ThreadMemory,
               client: AsyncWebClient | None = None) -> tuple[AsyncApp, SlackBot]:
     slack = SlackSettings.parse(settings)
     client = client or make_client(settings, slack)

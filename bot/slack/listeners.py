@@ -12,7 +12,7 @@ import re
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, ThreadStore
+from core import Conversation, ThreadMemory
 
 from . import render
 from .files import SlackFiles, is_pdf
@@ -29,7 +29,7 @@ INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.
 
 
 class SlackQuestions:
-    def __init__(self, settings: SlackSettings, conversation: Conversation, threads: ThreadStore, files: SlackFiles,
+    def __init__(self, settings: SlackSettings, conversation: Conversation, threads: ThreadMemory, files: SlackFiles,
                  indexing: SlackIndexing, tasks: BackgroundTasks):
         self.settings = settings
         self.conversation = conversation

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from core import BadInput, Service, Settings, ThreadStore
+from core import BadInput, Service, Settings, thread_memory
 
 from .app import build_app
 from .settings import SlackSettings
@@ -22,7 +22,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
         raise BadInput("SLACK_SIGNING_SECRET is required with --http (Basic Information → Signing Secret).")
     if not http and not slack.app_token:
         raise BadInput("SLACK_APP_TOKEN is not set (an xapp- token with connections:write) — or use --http.")
-    threads = await ThreadStore(slack.threads_db).open()
+    threads = await thread_memory(settings, slack.threads_db).open()
     service = Service(settings)
     await service.warm_up()
     app, bot = build_app(settings, service, threads)

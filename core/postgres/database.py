@@ -1,0 +1,70 @@
+"""One connection pool per process, and the schema brought up to date when it opens.
+
+Migrations run in one transaction under an advisory lock, so replicas starting together apply each
+one once; a database written by a newer pixelrag is refused rather than misread.
+"""
+from __future__ import annotations
+
+from ..errors import BadInput, IndexProblem
+
+MIGRATION_LOCK = 7_215_551_001  # pg_advisory_xact_lock key: pixelrag's schema changes, one at a time
+
+# Each entry upgrades the schema by one version.
+MIGRATIONS = (
+    """
+    CREATE TABLE pixelrag_turns (
+        id BIGSERIAL PRIMARY KEY,
+        platform TEXT NOT NULL, workspace TEXT NOT NULL, channel TEXT NOT NULL, thread TEXT NOT NULL,
+        question TEXT NOT NULL, interpreted TEXT NOT NULL, answer TEXT NOT NULL, cited JSONB NOT NULL,
+        pending_reply JSONB, created TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE INDEX pixelrag_turns_thread ON pixelrag_turns (platform, workspace, channel, thread, id);
+    CREATE TABLE pixelrag_events (
+        event_id TEXT PRIMARY KEY, owner TEXT NOT NULL, done BOOLEAN NOT NULL DEFAULT false,
+        created TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    """,
+)
+
+
+async def open_pool(url: str, max_size: int = 8):
+    """A pool of autocommit connections, the schema migrated; BadInput when the server can't be reached."""
+    try:
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        raise BadInput("PIXELRAG_DATABASE_URL is set but psycopg is not installed: "
+                       "pip install 'pixelrag-docbot[postgres]'.") from exc
+    try:  # one direct attempt first: a pool would retry quietly, and its error hides the server's reason
+        probe = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
+        await probe.close()
+    except psycopg.OperationalError as exc:
+        raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({_first_line(exc)}).") from None
+    pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True},
+                               name="pixelrag")
+    try:
+        await pool.open(wait=True, timeout=30)
+        await migrate(pool)
+    except BaseException:
+        await pool.close()
+        raise
+    return pool
+
+
+async def migrate(pool) -> None:
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS pixelrag_schema (version INTEGER NOT NULL)")
+            row = await (await conn.execute("SELECT max(version) FROM pixelrag_schema")).fetchone()
+            version = row[0] or 0
+            if version > len(MIGRATIONS):
+                raise IndexProblem(f"The database was written by a newer pixelrag (schema {version}, this one knows "
+                                   f"{len(MIGRATIONS)}); upgrade pixelrag.")
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                await conn.execute(script)
+                await conn.execute("INSERT INTO pixelrag_schema (version) VALUES (%s)", (number,))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

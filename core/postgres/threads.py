@@ -1,0 +1,92 @@
+"""ThreadMemory (core/ports.py) in PostgreSQL, shared by every replica of every bot.
+
+A claim is one atomic INSERT … ON CONFLICT: of two replicas given the same delivery, exactly one
+gets it. An unfinished claim is taken over only after the lease, by any replica: a live replica
+may still be answering, and a dead one's work is redone when the platform redelivers. Times are
+the database's, so replicas with skewed clocks agree.
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from ..ports import ThreadKey
+from ..records import Exchange
+from .database import open_pool
+
+KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
+
+
+class PostgresThreadStore:
+    def __init__(self, url: str, lease_s: float = 150.0):
+        self.url = url
+        self.lease_s = lease_s  # longer than an answer may take (its deadline), shorter than Slack's last retry
+        self.owner = uuid.uuid4().hex
+        self._pool = None
+        self._closed = False
+        self._opening = asyncio.Lock()  # first deliveries at once must share one pool
+
+    async def open(self) -> "PostgresThreadStore":
+        if self._closed:
+            raise RuntimeError("the thread store is closed")
+        async with self._opening:
+            if self._pool is None:
+                pool = await open_pool(self.url)
+                async with pool.connection() as conn:
+                    await conn.execute("DELETE FROM pixelrag_events WHERE done AND created < now() - %s::interval",
+                                       (KEEP_EVENTS,))
+                self._pool = pool
+        return self
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def _run(self, sql: str, params: tuple = ()):
+        await self.open()
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(sql, params)
+            return await cursor.fetchall() if cursor.description else cursor.rowcount
+
+    async def add(self, key: ThreadKey, exchange: Exchange, pending_reply: object = None) -> int:
+        from psycopg.types.json import Jsonb
+
+        [(turn_id,)] = await self._run(
+            "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, interpreted, answer, cited,"
+            " pending_reply) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (*key, exchange.question, exchange.interpreted, exchange.answer, Jsonb(list(exchange.cited)),
+             None if pending_reply is None else Jsonb(pending_reply)))
+        return turn_id
+
+    async def delivered(self, turn_id: int) -> None:
+        await self._run("UPDATE pixelrag_turns SET pending_reply = NULL WHERE id = %s", (turn_id,))
+
+    async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
+        rows = await self._run(
+            "SELECT id, question, pending_reply FROM pixelrag_turns WHERE platform = %s AND workspace = %s"
+            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT 1", key)
+        if not rows or rows[0][2] is None or rows[0][1] != question:
+            return None
+        return rows[0][0], rows[0][2]
+
+    async def history(self, key: ThreadKey, limit: int = 4) -> tuple[Exchange, ...]:
+        rows = await self._run(
+            "SELECT question, interpreted, answer, cited FROM pixelrag_turns WHERE platform = %s AND workspace = %s"
+            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT %s", (*key, limit))
+        return tuple(Exchange(q, a, i, tuple(tuple(c) for c in cited)) for q, i, a, cited in reversed(rows))
+
+    async def knows_thread(self, key: ThreadKey) -> bool:
+        return bool(await self.history(key, limit=1))
+
+    async def claim(self, event_id: str) -> bool:
+        rows = await self._run(
+            "INSERT INTO pixelrag_events AS e (event_id, owner) VALUES (%s, %s)"
+            " ON CONFLICT (event_id) DO UPDATE SET owner = EXCLUDED.owner, created = now()"
+            " WHERE NOT e.done AND e.created < now() - make_interval(secs => %s)"
+            " RETURNING event_id", (event_id, self.owner, self.lease_s))
+        return bool(rows)
+
+    async def finish(self, *event_ids: str) -> None:
+        await self._run("UPDATE pixelrag_events SET done = true WHERE event_id = ANY(%s)", (list(event_ids),))

@@ -1,0 +1,19 @@
+"""Where state lives, chosen by the settings: embedded files by default, PostgreSQL when
+PIXELRAG_DATABASE_URL is set (core/postgres/)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import Settings
+from .ports import ThreadMemory
+from .threads import ThreadStore
+
+
+def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:
+    """Not yet opened: `await thread_memory(...).open()`."""
+    if settings.database_url:
+        from .postgres.threads import PostgresThreadStore
+
+        # The lease outlasts the longest an answer may take, so a live replica's work is never redone.
+        return PostgresThreadStore(settings.database_url, lease_s=settings.answer_timeout_s + 60)
+    return ThreadStore(sqlite_path)
