@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -20,10 +21,13 @@ from .text import content_tokens, stem, tokens
 
 
 class LexicalIndex:
-    """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems."""
+    """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems.
+
+    Postings are stored compressed-row style (every term's pages and term frequencies in two flat
+    arrays, sliced by offsets), so that an index is saved with its snapshot and opened by reading
+    arrays instead of tokenizing every page again."""
 
     def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75):
-        self.k1, self.b = k1, b
         lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
@@ -31,14 +35,44 @@ class LexicalIndex:
             lengths.append(sum(counts.values()))
             for term, tf in counts.items():
                 lists.setdefault(term, []).append((i, tf))
-        # term -> (pages, term frequencies) as arrays: a query is scored with a few vector operations
-        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            term: (np.array([i for i, _ in pairs], dtype=np.int32), np.array([tf for _, tf in pairs], dtype=np.float32))
-            for term, pairs in lists.items()}
-        self.lengths = np.asarray(lengths, dtype=np.float32)
-        self.avg = float(self.lengths.mean()) if len(lengths) else 1.0
-        self.n = len(texts)
-        self.keys = sorted(self.postings)  # for prefix look-ups
+        terms = sorted(lists)
+        sizes = np.array([len(lists[t]) for t in terms], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        pages = np.fromiter((i for t in terms for i, _ in lists[t]), dtype=np.int32, count=int(offsets[-1]))
+        tf = np.fromiter((f for t in terms for _, f in lists[t]), dtype=np.float32, count=int(offsets[-1]))
+        self._set(terms, offsets, pages, tf, np.asarray(lengths, dtype=np.float32), k1, b)
+
+    def _set(self, terms: list[str], offsets, pages, tf, lengths, k1: float, b: float) -> None:
+        self.k1, self.b = k1, b
+        self.keys = terms  # sorted: prefix look-ups bisect it
+        self._row = {term: i for i, term in enumerate(terms)}
+        self._offsets, self._pages, self._tf = offsets, pages, tf
+        self.lengths = lengths
+        self.n = len(lengths)
+        self.avg = float(lengths.mean()) if self.n else 1.0
+
+    def save(self, path: Path) -> None:
+        np.savez(path, terms=np.frombuffer("\n".join(self.keys).encode("utf-8"), dtype=np.uint8),
+                 offsets=self._offsets, pages=self._pages, tf=self._tf, lengths=self.lengths,
+                 params=np.array([self.k1, self.b], dtype=np.float64))
+
+    @classmethod
+    def load(cls, path: Path) -> "LexicalIndex":
+        with np.load(path) as data:
+            blob = data["terms"].tobytes().decode("utf-8")
+            index = cls.__new__(cls)
+            k1, b = (float(v) for v in data["params"])
+            index._set(blob.split("\n") if blob else [], data["offsets"], data["pages"], data["tf"], data["lengths"],
+                       k1, b)
+        return index
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pages a term is on, and its frequency on each; None for a term on no page."""
+        row = self._row.get(term)
+        if row is None:
+            return None
+        start, end = self._offsets[row], self._offsets[row + 1]
+        return self._pages[start:end], self._tf[start:end]
 
     def absent_words(self, query: str, allowed: np.ndarray) -> list[str]:
         """Content words of the query (4+ letters) that no allowed page contains, even inflected
@@ -53,17 +87,19 @@ class LexicalIndex:
 
     def _present(self, word: str, allowed: np.ndarray) -> bool:
         if len(word) < 4:  # an abbreviation: whole
-            return word in self.postings and bool(allowed[self.postings[word][0]].any())
+            found = self.postings(word)
+            return found is not None and bool(allowed[found[0]].any())
         root = stem(word)[:max(4, len(stem(word)) - 2)]
         at = bisect.bisect_left(self.keys, root)
         while at < len(self.keys) and self.keys[at].startswith(root):
-            if allowed[self.postings[self.keys[at]][0]].any():
+            if allowed[self.postings(self.keys[at])[0]].any():
                 return True
             at += 1
         return False
 
     def idf(self, term: str) -> float:
-        df = len(self.postings[term][0]) if term in self.postings else 0
+        row = self._row.get(term)
+        df = int(self._offsets[row + 1] - self._offsets[row]) if row is not None else 0
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
     def coverage(self, query: str, allowed: np.ndarray | None = None) -> float:
@@ -78,8 +114,8 @@ class LexicalIndex:
             return 0.0
         per_page = np.zeros(self.n, dtype=np.float64)
         for term, w in weights.items():
-            if term in self.postings:
-                per_page[self.postings[term][0]] += w
+            if (found := self.postings(term)) is not None:
+                per_page[found[0]] += w
         if allowed is not None:
             per_page = np.where(allowed, per_page, 0.0)
         return float(per_page.max() / total)
@@ -87,13 +123,19 @@ class LexicalIndex:
     def scores(self, query: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
         for term in set(stem(t) for t in content_tokens(query)):
-            if term not in self.postings:
+            if (found := self.postings(term)) is None:
                 continue
             idf = self.idf(term)
-            pages, tf = self.postings[term]
+            pages, tf = found
             norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[pages] / max(self.avg, 1e-6))
             out[pages] += idf * tf * (self.k1 + 1) / norm
         return out
+
+
+def lexical_index(documents, pages) -> LexicalIndex:
+    """The BM25 index of a snapshot: each page's words, with its document's title."""
+    titles = {d.doc_id: d.title for d in documents}
+    return LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in pages])
 
 
 def dense_page_scores(vectors: np.ndarray, row_page: np.ndarray, n_pages: int, query: np.ndarray) -> np.ndarray:

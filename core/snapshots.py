@@ -7,7 +7,7 @@ from typing import Sequence
 
 from .errors import IndexProblem
 from .records import SHARED_SCOPE, Document
-from .search import LexicalIndex
+from .search import LexicalIndex, lexical_index
 from .store import IndexStore, Snapshot
 
 log = logging.getLogger(__name__)
@@ -25,10 +25,22 @@ class IndexView:
             return None
         if self._cached is None or self._cached[0] != name:
             snap = self.store.open()
-            titles = {d.doc_id: d.title for d in snap.documents}
-            lexical = LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in snap.pages])
-            self._cached = (name, snap, lexical)
+            self._cached = (name, snap, self._lexical(snap))
         return self._cached[1], self._cached[2]
+
+    def _lexical(self, snap: Snapshot) -> LexicalIndex:
+        """The snapshot's saved BM25 index; built again when it is missing (a snapshot from before it was
+        saved) or unusable: it is derived from the pages, so only time is lost."""
+        path = self.store.lexical_path(snap.name)
+        if path.is_file():
+            try:
+                lexical = LexicalIndex.load(path)
+                if lexical.n == len(snap.pages):
+                    return lexical
+                log.warning("%s holds %d pages, its snapshot %d; rebuilding it", path, lexical.n, len(snap.pages))
+            except Exception as exc:  # damaged in any way: the pages are intact, so rebuild
+                log.warning("%s cannot be read (%s); rebuilding it", path, exc)
+        return lexical_index(snap.documents, snap.pages)
 
     def current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
         """The cache, when it still holds the active snapshot."""
@@ -43,7 +55,7 @@ class IndexView:
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and
-        builds BM25 (time grows with the pages), which must not stall a bot's event loop."""
+        reads its pages, which must not stall a bot's event loop."""
         if current := self.current():
             return current[1], current[2]
         async with self._load_lock:

@@ -25,9 +25,11 @@ import numpy as np
 from .disk import BuildLock, fsync_dir, sha256_file, write_once
 from .errors import IndexProblem
 from .records import Document, Page, Word
+from .search import lexical_index
 
 FORMAT = 1
 KEEP_SNAPSHOTS = 2
+LEXICAL_FILE = "lexical.npz"
 MANIFEST_KEYS = {"format", "name", "built_with", "documents", "pages", "vectors"}
 
 
@@ -122,6 +124,8 @@ class IndexStore:
         with open(tmp / "pages.jsonl", "w", encoding="utf-8") as out:
             for p in pages:
                 out.write(json.dumps({"words": [_word_row(w) for w in p.words]}, ensure_ascii=False) + "\n")
+        # BM25 is built once here, not each time a process opens the snapshot.
+        lexical_index(documents, pages).save(tmp / LEXICAL_FILE)
         manifest = {
             "format": FORMAT,
             "name": name,
@@ -270,6 +274,9 @@ class IndexStore:
         ]
         self._verify(manifest, documents, pages, words, vectors, row_page)
         return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page)
+
+    def lexical_path(self, name: str) -> Path:
+        return self.root / "snapshots" / name / LEXICAL_FILE
 
     def _verify(self, manifest, documents, pages, words, vectors, row_page) -> None:
         problems: list[str] = []
