@@ -19,7 +19,8 @@ from .query_images import prepare_query_images
 from .records import Answer, Citation, Document, DraftCitation, Hit, ReaderPage, Turn
 from .search import LexicalIndex, dense_page_scores
 from .snapshots import IndexView, visible
-from .store import IndexStore, Snapshot
+from .snapshot_format import Snapshot
+from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class Answerer:
             return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
                           timings=timings)
 
-        attached = [ReaderPage(h, snap.by_key[(h.doc_id, h.page)], Path(h.image_path).read_bytes()) for h in hits]
+        attached = [ReaderPage(h, snap.page(snap.index_of[(h.doc_id, h.page)]), Path(h.image_path).read_bytes()) for h in hits]
         draft = await backend.read(interpreted, query_text, attached, images)
         lap("read")
 

@@ -6,7 +6,8 @@ import hashlib
 
 from .documents import Source
 from .errors import IndexProblem
-from .store import IndexStore, Snapshot
+from .snapshot_format import Snapshot
+from .store import IndexStore
 
 
 def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:

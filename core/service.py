@@ -13,7 +13,8 @@ from .ports import Backend
 from .records import SHARED_SCOPE, Answer, Document, IndexReport, Turn
 from .search import LexicalIndex
 from .snapshots import IndexView
-from .store import IndexStore, Snapshot
+from .snapshot_format import Snapshot
+from .store import IndexStore
 
 
 class Service:
@@ -59,6 +60,10 @@ class Service:
 
     def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
         return self.view.snapshot()
+
+    def verify(self) -> Snapshot | None:
+        """The active snapshot opened with every check, its source PDFs hashed (IndexProblem when damaged)."""
+        return self.view.active_snapshot()
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         return await self.view.load()

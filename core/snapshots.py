@@ -8,7 +8,8 @@ from typing import Sequence
 from .errors import IndexProblem
 from .records import SHARED_SCOPE, Document
 from .search import LexicalIndex, lexical_index
-from .store import IndexStore, Snapshot
+from .snapshot_format import Snapshot
+from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ class IndexView:
         if name is None:
             return None
         if self._cached is None or self._cached[0] != name:
-            snap = self.store.open()
+            snap = self.store.open(serving=True)
             self._cached = (name, snap, self._lexical(snap))
         return self._cached[1], self._cached[2]
 
@@ -40,7 +41,7 @@ class IndexView:
                 log.warning("%s holds %d pages, its snapshot %d; rebuilding it", path, lexical.n, len(snap.pages))
             except Exception as exc:  # damaged in any way: the pages are intact, so rebuild
                 log.warning("%s cannot be read (%s); rebuilding it", path, exc)
-        return lexical_index(snap.documents, snap.pages)
+        return lexical_index(snap.documents, snap.with_words().pages)
 
     def current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
         """The cache, when it still holds the active snapshot."""
@@ -48,10 +49,9 @@ class IndexView:
         return cached if cached is not None and cached[0] == self.store.active_name() else None
 
     def active_snapshot(self) -> Snapshot | None:
-        """The active snapshot for a build to start from: the cached one when current, else opened
-        (and verified, which reads every source PDF) without building BM25 for it."""
-        current = self.current()
-        return current[1] if current else self.store.open()
+        """The active snapshot for a build to start from, with every page's words, fully verified (its
+        source PDFs hashed: a build may have to read them again)."""
+        return self.store.open()
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and

@@ -10,13 +10,12 @@ that fails or is killed never touches ACTIVE, so the previous snapshot stays in 
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -24,58 +23,14 @@ import numpy as np
 
 from .disk import BuildLock, fsync_dir, sha256_file, write_once
 from .errors import IndexProblem
-from .records import Document, Page, Word
+from .records import Document, Page
 from .search import lexical_index
+from .snapshot_format import Catalog, Snapshot, line_offsets, word_from_row, word_row
 
 FORMAT = 1
 KEEP_SNAPSHOTS = 2
 LEXICAL_FILE = "lexical.npz"
 MANIFEST_KEYS = {"format", "name", "built_with", "documents", "pages", "vectors"}
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """What the active snapshot holds, read from its manifest alone: cheap, unverified, for listings."""
-    name: str
-    built_with: dict
-    documents: list[Document]
-    pages: int
-
-
-@dataclass
-class Snapshot:
-    name: str
-    built_with: dict  # backend, model, dim
-    documents: list[Document]
-    pages: list[Page]
-    vectors: np.ndarray  # (rows, dim) float32; several rows may belong to one page
-    row_page: np.ndarray  # (rows,) index into pages
-
-    # Per-page lookups a question needs, computed once per snapshot rather than once per question.
-    @functools.cached_property
-    def page_docs(self) -> np.ndarray:
-        return np.array([p.doc_id for p in self.pages])
-
-    @functools.cached_property
-    def by_key(self) -> dict[tuple[str, int], Page]:
-        return {p.key: p for p in self.pages}
-
-    def page_rows(self) -> dict[str, np.ndarray]:
-        """content_hash -> that page's vector rows, for reuse by the next build."""
-        out: dict[str, np.ndarray] = {}
-        order = np.argsort(self.row_page, kind="stable")
-        bounds = np.searchsorted(self.row_page[order], np.arange(len(self.pages) + 1))
-        for i, page in enumerate(self.pages):
-            out[page.content_hash] = self.vectors[order[bounds[i]:bounds[i + 1]]]
-        return out
-
-
-def _word_row(w: Word) -> list:
-    return [w.text, *(round(float(v), 5) for v in w.box), w.line, w.source]
-
-
-def _word_from_row(row: list) -> Word:
-    return Word(row[0], tuple(row[1:5]), row[5], row[6])
 
 
 class IndexStore:
@@ -121,9 +76,12 @@ class IndexStore:
         row_page = np.concatenate([np.full(len(r), i, np.int32) for i, r in enumerate(rows)]) if rows else np.zeros(0, np.int32)
         np.save(tmp / "vectors.npy", vectors)
         np.save(tmp / "row_page.npy", row_page)
-        with open(tmp / "pages.jsonl", "w", encoding="utf-8") as out:
-            for p in pages:
-                out.write(json.dumps({"words": [_word_row(w) for w in p.words]}, ensure_ascii=False) + "\n")
+        offsets = np.zeros(len(pages), dtype=np.int64)
+        with open(tmp / "pages.jsonl", "wb") as out:
+            for i, p in enumerate(pages):
+                offsets[i] = out.tell()
+                out.write(json.dumps({"words": [word_row(w) for w in p.words]}, ensure_ascii=False).encode() + b"\n")
+        np.save(tmp / "pages.offsets.npy", offsets)
         # BM25 is built once here, not each time a process opens the snapshot.
         lexical_index(documents, pages).save(tmp / LEXICAL_FILE)
         manifest = {
@@ -250,8 +208,11 @@ class IndexStore:
             raise IndexProblem(f"Index {self.root}: snapshot {name} has an incomplete manifest; rebuild the index.")
         return manifest
 
-    def open(self, name: str | None = None) -> Snapshot | None:
-        """A snapshot (the active one by default), verified; None when nothing was ever indexed here."""
+    def open(self, name: str | None = None, *, serving: bool = False) -> Snapshot | None:
+        """A snapshot (the active one by default), verified; None when nothing was ever indexed here.
+        For serving, pages come without their words (read per page on demand) and the source PDFs are
+        checked to exist but not hashed: answering never reads them, and hashing every PDF, like
+        parsing every page's words, would make opening take as long as the collection is large."""
         name = name or self.active_name()
         if name is None:
             return None
@@ -260,33 +221,37 @@ class IndexStore:
             raise IndexProblem(f"Index {self.root}: format {manifest.get('format')} is not supported; rebuild it.")
         folder = self.root / "snapshots" / name
         documents = [Document(**d) for d in manifest["documents"]]
+        words = offsets = None
         try:
             vectors = np.load(folder / "vectors.npy", mmap_mode="r")
             row_page = np.load(folder / "row_page.npy")
-            with open(folder / "pages.jsonl", encoding="utf-8") as lines:
-                words = [json.loads(line)["words"] for line in lines]
+            if serving:
+                offsets = line_offsets(folder)
+            else:
+                with open(folder / "pages.jsonl", encoding="utf-8") as lines:
+                    words = [json.loads(line)["words"] for line in lines]
         except (OSError, ValueError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} is damaged ({exc}); rebuild the index.") from None
-        pages = [
-            Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
-                 tuple(_word_from_row(r) for r in ws))
-            for p, ws in zip(manifest["pages"], words)
-        ]
-        self._verify(manifest, documents, pages, words, vectors, row_page)
-        return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page)
+        rows = words if words is not None else [[]] * len(manifest["pages"])  # serving: words come later
+        pages = [Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
+                      tuple(word_from_row(r) for r in ws)) for p, ws in zip(manifest["pages"], rows)]
+        self._verify(manifest, documents, pages, len(words if words is not None else offsets), vectors, row_page,
+                     hash_sources=not serving)
+        return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page,
+                        folder / "pages.jsonl" if serving else None, offsets)
 
     def lexical_path(self, name: str) -> Path:
         return self.root / "snapshots" / name / LEXICAL_FILE
 
-    def _verify(self, manifest, documents, pages, words, vectors, row_page) -> None:
+    def _verify(self, manifest, documents, pages, word_lists: int, vectors, row_page, hash_sources: bool) -> None:
         problems: list[str] = []
         dim = int(manifest["built_with"]["dim"])
         if vectors.ndim != 2 or vectors.shape[1] != dim:
             problems.append(f"vectors have shape {vectors.shape}, expected (*, {dim})")
         if vectors.shape[0] != manifest["vectors"]["rows"] or row_page.shape[0] != vectors.shape[0]:
             problems.append(f"{vectors.shape[0]} vector rows, the manifest says {manifest['vectors']['rows']}")
-        if len(words) != len(pages):
-            problems.append(f"{len(words)} word lists for {len(pages)} pages")
+        if word_lists != len(pages):
+            problems.append(f"{word_lists} word lists for {len(pages)} pages")
         if len(row_page) and (row_page.min() < 0 or row_page.max() >= len(pages)):
             problems.append("vector rows point at pages that do not exist")
         by_doc: dict[str, list[int]] = {}
@@ -300,7 +265,7 @@ class IndexStore:
             source = self.source_path(d.sha256)
             if not source.is_file():
                 problems.append(f"{d.title}: source PDF is missing")
-            elif sha256_file(source) != d.sha256:
+            elif hash_sources and sha256_file(source) != d.sha256:
                 problems.append(f"{d.title}: source PDF does not match its recorded hash")
         unknown = set(by_doc) - {d.doc_id for d in documents}
         if unknown:

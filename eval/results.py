@@ -51,6 +51,7 @@ def main() -> None:
     sizes = "10000,100000" if args.quick else "10000,100000,1000000"
     search = sh(py, "eval/bench_search.py", "--sizes", sizes)
     ask = sh(py, "eval/bench_ask.py", "--repeat", "10")
+    opening = sh(py, "eval/bench_open.py", "--pages", "20000" if args.quick else "100000")
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     text = f"""# pixelrag results
 
@@ -92,6 +93,8 @@ wrong subject; the correct English question meets the cross-lingual gap.
 {indexing}
 
 {search}
+
+{opening}
 
 {ask}
 """

@@ -149,15 +149,15 @@ async def test_words_no_visible_document_contains_are_named(service, tmp_path):
 
 
 async def test_the_index_is_opened_off_the_event_loop_and_ready_after_indexing(service, tmp_path, monkeypatch):
-    # Opening verifies the snapshot and builds BM25 (~1 ms a page): on the loop it would stall a bot.
+    # Opening verifies the snapshot and reads its arrays: on the loop it would stall a bot.
     import threading
 
     on_loop_thread = []
     real_open = service.store.open
 
-    def spy():
+    def spy(*args, **kwargs):
         on_loop_thread.append(threading.current_thread() is threading.main_thread())
-        return real_open()
+        return real_open(*args, **kwargs)
 
     monkeypatch.setattr(service.store, "open", spy)
     await service.answer(Turn("mounting hole spacing"), retrieve_only=True)

@@ -1,5 +1,6 @@
-"""A snapshot's BM25 index is saved with it and read back when a process opens it, instead of being
-built again from every page; a missing or damaged one is rebuilt, losing only time."""
+"""Opening a snapshot to serve costs little however large it is: its BM25 index is saved with it and
+read back (a missing or damaged one is rebuilt, losing only time), and a page's words are read when
+that page is needed. Builds and `pixelrag status` still open it with every check."""
 from __future__ import annotations
 
 import logging
@@ -7,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from core import Service, Settings, Turn
+from core import IndexProblem, Service, Settings, Turn
 from core.search import LexicalIndex
 from tests.conftest import text_pdf
 
@@ -57,3 +58,27 @@ async def test_a_missing_or_damaged_saved_index_is_rebuilt(indexed, tmp_path, da
         answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
     assert answer.hits[0].page == 2
     assert (damage == "missing") == ("rebuilding" not in caplog.text)  # damage is logged, age is not
+
+
+@pytest.mark.parametrize("written_before_offsets", [False, True])
+async def test_a_served_snapshot_reads_a_pages_words_when_needed(indexed, written_before_offsets):
+    service = Service(indexed)
+    full = service.store.open()
+    if written_before_offsets:  # a snapshot from before the line offsets were saved: one scan finds them
+        (service.store.root / "snapshots" / full.name / "pages.offsets.npy").unlink()
+    served = Service(indexed).snapshot()[0]
+    assert all(p.words == () for p in served.pages)
+    assert [served.page(i) for i in range(len(PAGES))] == full.pages
+    assert "2.6 kg" in served.page(1).text
+    answer = await Service(indexed).answer(Turn("weight without water"))
+    assert "2.6 kg" in answer.citations[0].quote and answer.citations[0].highlight.kind == "exact"
+
+
+async def test_serving_does_not_hash_the_sources_but_status_does(indexed):
+    service = Service(indexed)
+    source = service.store.source_path(service.documents("shared")[0].sha256)
+    source.write_bytes(source.read_bytes() + b"tampered")
+    answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
+    assert answer.hits[0].page == 2  # answering never reads the PDFs: the bot keeps serving
+    with pytest.raises(IndexProblem, match="does not match its recorded hash"):
+        Service(indexed).verify()  # what `pixelrag status` and every build check

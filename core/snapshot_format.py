@@ -1,0 +1,93 @@
+"""What a published snapshot holds in memory (Snapshot), what its manifest alone says (Catalog), and
+how a page's words are written to and read from pages.jsonl."""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .records import Document, Page, Word
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the active snapshot holds, read from its manifest alone: cheap, unverified, for listings."""
+    name: str
+    built_with: dict
+    documents: list[Document]
+    pages: int
+
+
+@dataclass
+class Snapshot:
+    """A published index. Opened for serving, its pages come without their words, which are read
+    from pages.jsonl when a page is needed (`page(i)`): a question needs a few pages, not all."""
+    name: str
+    built_with: dict  # backend, model, dim
+    documents: list[Document]
+    pages: list[Page]
+    vectors: np.ndarray  # (rows, dim) float32; several rows may belong to one page
+    row_page: np.ndarray  # (rows,) index into pages
+    words_file: Path | None = None  # set when the pages' words are read on demand
+    word_offsets: np.ndarray | None = None  # byte offset of each page's line in words_file
+
+    def page(self, i: int) -> Page:
+        """Page i with its words."""
+        if self.words_file is None:
+            return self.pages[i]
+        with open(self.words_file, "rb") as lines:
+            lines.seek(int(self.word_offsets[i]))
+            row = json.loads(lines.readline())
+        return replace(self.pages[i], words=tuple(word_from_row(r) for r in row["words"]))
+
+    def with_words(self) -> "Snapshot":
+        """This snapshot with every page's words in memory (what a build starts from)."""
+        if self.words_file is None:
+            return self
+        with open(self.words_file, encoding="utf-8") as lines:
+            pages = [replace(p, words=tuple(word_from_row(r) for r in json.loads(line)["words"]))
+                     for p, line in zip(self.pages, lines)]
+        return replace(self, pages=pages, words_file=None, word_offsets=None)
+
+    # Per-page lookups a question needs, computed once per snapshot rather than once per question.
+    @functools.cached_property
+    def page_docs(self) -> np.ndarray:
+        return np.array([p.doc_id for p in self.pages])
+
+    @functools.cached_property
+    def index_of(self) -> dict[tuple[str, int], int]:
+        return {p.key: i for i, p in enumerate(self.pages)}
+
+    def page_rows(self) -> dict[str, np.ndarray]:
+        """content_hash -> that page's vector rows, for reuse by the next build."""
+        out: dict[str, np.ndarray] = {}
+        order = np.argsort(self.row_page, kind="stable")
+        bounds = np.searchsorted(self.row_page[order], np.arange(len(self.pages) + 1))
+        for i, page in enumerate(self.pages):
+            out[page.content_hash] = self.vectors[order[bounds[i]:bounds[i + 1]]]
+        return out
+
+
+def line_offsets(folder: Path) -> np.ndarray:
+    """Where each page's line starts in pages.jsonl: saved with the snapshot, or found by one scan
+    for a snapshot written before they were saved."""
+    saved = folder / "pages.offsets.npy"
+    if saved.is_file():
+        return np.load(saved)
+    offsets, at = [], 0
+    with open(folder / "pages.jsonl", "rb") as lines:
+        for line in lines:
+            offsets.append(at)
+            at += len(line)
+    return np.array(offsets, dtype=np.int64)
+
+
+def word_row(w: Word) -> list:
+    return [w.text, *(round(float(v), 5) for v in w.box), w.line, w.source]
+
+
+def word_from_row(row: list) -> Word:
+    return Word(row[0], tuple(row[1:5]), row[5], row[6])
