@@ -95,6 +95,16 @@ async def cmd_discord(args) -> int:
     return 0
 
 
+async def cmd_feedback(args) -> int:
+    from .feedback_export import export, write
+
+    records = await export(_settings(args), args.rating)
+    write(records, Path(args.out) if args.out else None)
+    where = args.out or "standard output"
+    print(f"{len(records)} answer(s) rated {args.rating} written to {where}", file=sys.stderr)
+    return 0
+
+
 async def cmd_eval(args) -> int:
     from eval.harness import evaluate
     from eval.questions import load_questions
@@ -172,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("discord", help="run the Discord bot")
     common(p)
     p.set_defaults(run=cmd_discord)
+
+    p = sub.add_parser("feedback", help="export the answers people rated in chat as evaluation questions")
+    p.add_argument("action", choices=["export"])
+    p.add_argument("--rating", choices=["bad", "good"], default="bad", help="which ratings (default: bad)")
+    p.add_argument("--out", help="JSONL file to write (default: standard output)")
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+    p.set_defaults(run=cmd_feedback)
 
     p = sub.add_parser("eval", help="score retrieval (and the reader) on a questions file")
     p.add_argument("questions", metavar="QUESTIONS.jsonl")

@@ -9,8 +9,8 @@ from .conversation import Conversation, Reply
 from .documents import looks_like_pdf
 from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, failure_reason, megabytes
 from .query_images import attachment_kind, validate_query_image
-from .records import (SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport, Progress,
-                      QueryImage, Turn, own_and_shared)
+from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
+                      Progress, QueryImage, Rated, Turn, own_and_shared)
 from .ports import ThreadMemory
 from .service import Service
 from .storage import thread_memory
@@ -22,8 +22,8 @@ __all__ = [
     "looks_like_pdf",
     "BadInput", "Busy", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
     "attachment_kind", "validate_query_image",
-    "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport", "Progress",
-    "QueryImage", "Turn", "own_and_shared",
+    "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",
+    "Progress", "QueryImage", "Rated", "Turn", "own_and_shared",
     "Service", "ThreadMemory", "thread_memory",
     "ThreadKey", "ThreadStore",
 ]

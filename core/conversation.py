@@ -1,9 +1,10 @@
 """One turn of a conversation, the same for every adapter: the thread's history -> a Turn -> the
 service's answer -> the exchange stored for the next follow-up.
 
-An adapter says where the thread is (a key), what was asked, and how it renders an answer. A reply
-rendered as JSON-ready data is stored with the exchange until the adapter reports it delivered, so
-that asking again after a failed post re-sends it instead of searching again.
+An adapter says where the thread is (a key), what was asked, and how it renders an answer (given the
+stored turn's id, for feedback buttons). A reply rendered as JSON-ready data can be kept with the
+exchange until the adapter reports it delivered, so that asking again after a failed post re-sends
+it instead of searching again.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from .ports import ThreadKey, ThreadMemory
 @dataclass
 class Reply:
     answer: Answer | None  # None when a stored, undelivered reply is being sent again
-    rendered: Any  # what the adapter posts: render(answer), or the stored rendering
-    turn_id: int | None = None  # the stored exchange, while its delivery is pending
+    rendered: Any  # what the adapter posts: render(answer, turn_id), or the stored rendering
+    turn_id: int | None = None  # the stored exchange (None for a question without memory)
+    pending: bool = False  # its rendering is kept until delivered(reply)
 
 
 class Conversation:
@@ -28,7 +30,8 @@ class Conversation:
         self.history_exchanges = history_exchanges
 
     async def ask(self, key: ThreadKey | None, question: str, images: Sequence[QueryImage] = (), *,
-                  scope: str = SHARED_SCOPE, render: Callable[[Answer], Any] = lambda answer: answer,
+                  scope: str = SHARED_SCOPE,
+                  render: Callable[[Answer, int | None], Any] = lambda answer, turn_id: answer,
                   keep_reply: bool = False) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
@@ -38,17 +41,17 @@ class Conversation:
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
                 turn_id, rendered = pending
-                return Reply(None, rendered, turn_id)
+                return Reply(None, rendered, turn_id, pending=True)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
         answer = await self.service.answer(turn)
-        rendered = render(answer)
-        turn_id = None
-        if key is not None:
-            turn_id = await self.threads.add(key, Exchange.of(turn.question, answer),
-                                             pending_reply=rendered if keep_reply else None)
-        return Reply(answer, rendered, turn_id if keep_reply else None)
+        turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
+        rendered = render(answer, turn_id)
+        keep = keep_reply and turn_id is not None
+        if keep:
+            await self.threads.keep_reply(turn_id, rendered)
+        return Reply(answer, rendered, turn_id, pending=keep)
 
     async def delivered(self, reply: Reply) -> None:
-        if reply.turn_id is not None:
+        if reply.pending:
             await self.threads.delivered(reply.turn_id)

@@ -13,7 +13,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from .errors import IndexProblem
-from .records import Draft, Exchange, PageInput, QueryImage, ReaderPage, Resolution, Word
+from .records import Draft, Exchange, PageInput, QueryImage, Rated, ReaderPage, Resolution, Word
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -52,7 +52,16 @@ class ThreadMemory(Protocol):
     async def add(self, key: ThreadKey, exchange: Exchange, pending_reply: object = None) -> int:
         """Store a turn; `pending_reply` (JSON-ready) is the rendered reply while it is not yet posted."""
 
+    async def keep_reply(self, turn_id: int, rendered: object) -> None:
+        """Keep a turn's rendered reply (JSON-ready) until it is delivered."""
+
     async def delivered(self, turn_id: int) -> None: ...
+
+    async def rate(self, turn_id: int, user: str, rating: str) -> bool:
+        """Record a user's latest rating ("good" or "bad") of a turn's answer; False for an unknown turn."""
+
+    async def ratings(self, rating: str) -> list[Rated]:
+        """Every turn whose latest rating by someone is `rating`, oldest first."""
 
     async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
         """The stored, unposted reply to the thread's latest turn when it asked `question`."""

@@ -114,12 +114,32 @@ class Exchange:
     answer: str
     interpreted: str = ""
     cited: tuple[tuple[str, int], ...] = ()  # (doc_id, page)
+    retrieved: tuple[tuple[str, int], ...] = ()  # (doc_id, page), best first: kept for feedback exports
 
     @classmethod
     def of(cls, question: str, answer: Answer) -> Exchange:
         """A finished turn as history for the next one (a bare screenshot is remembered as such)."""
         return cls(question or "(screenshot)", answer.clarifying_question or answer.markdown,
-                   answer.interpreted_question, tuple((c.doc_id, c.page) for c in answer.citations))
+                   answer.interpreted_question, tuple((c.doc_id, c.page) for c in answer.citations),
+                   tuple((h.doc_id, h.page) for h in answer.hits))
+
+
+@dataclass(frozen=True)
+class Rated:
+    """A turn whose answer someone rated (👍 good / 👎 bad), as the feedback export lists it."""
+    turn_id: int
+    platform: str
+    workspace: str
+    question: str
+    interpreted: str
+    answer: str
+    retrieved: tuple[tuple[str, int], ...]  # (doc_id, page)
+    cited: tuple[tuple[str, int], ...]
+    user: str
+    rated_at: float  # unix time
+
+
+RATINGS = ("good", "bad")
 
 
 def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 12_000) -> list[Exchange]:

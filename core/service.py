@@ -58,6 +58,11 @@ class Service:
     def documents(self, scope: str) -> list[Document]:
         return self.view.documents(scope)
 
+    def all_documents(self) -> list[Document]:
+        """Every scope's documents, for the operator (exports, status)."""
+        catalog = self.store.catalog()
+        return list(catalog.documents) if catalog else []
+
     def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
         return self.view.snapshot()
 

@@ -2,7 +2,8 @@
 
 A thread is keyed by (platform, workspace, channel, thread). Each turn stores the question, the
 interpreted question, the answer and the cited pages; context resolution reads them back. A turn
-whose reply could not be posted keeps the rendered reply, so that asking again re-posts it.
+whose reply could not be posted keeps the rendered reply, so that asking again re-posts it. People's
+ratings of an answer (👍 / 👎, the latest per person) are kept with its turn for feedback exports.
 
 Deliveries are claimed, not just seen: a claim is finished when the answer is out. A bot that dies
 mid-answer leaves its claim unfinished, and the platform's redelivery is answered by the next
@@ -20,7 +21,7 @@ import aiosqlite
 
 from .errors import IndexProblem
 from .ports import ThreadKey
-from .records import Exchange
+from .records import Exchange, Rated
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.
@@ -39,6 +40,13 @@ MIGRATIONS = (
     ALTER TABLE events ADD COLUMN done INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE events ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     ALTER TABLE turns ADD COLUMN pending_reply TEXT;
+    """,
+    """
+    ALTER TABLE turns ADD COLUMN retrieved TEXT NOT NULL DEFAULT '[]';
+    CREATE TABLE IF NOT EXISTS feedback (
+        turn_id INTEGER NOT NULL, user TEXT NOT NULL, rating TEXT NOT NULL, created REAL NOT NULL,
+        PRIMARY KEY (turn_id, user)
+    );
     """,
 )
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
@@ -88,13 +96,40 @@ class ThreadStore:
         """Store a turn; `pending_reply` is the rendered reply while it is not yet posted."""
         db = await self._conn()
         cursor = await db.execute(
-            "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, created,"
-            " pending_reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*key, exchange.question, exchange.interpreted, exchange.answer, json.dumps(exchange.cited), time.time(),
-             None if pending_reply is None else json.dumps(pending_reply)),
+            "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, retrieved,"
+            " created, pending_reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key, exchange.question, exchange.interpreted, exchange.answer, json.dumps(exchange.cited),
+             json.dumps(exchange.retrieved), time.time(), None if pending_reply is None else json.dumps(pending_reply)),
         )
         await db.commit()
         return cursor.lastrowid
+
+    async def keep_reply(self, turn_id: int, rendered: object) -> None:
+        db = await self._conn()
+        await db.execute("UPDATE turns SET pending_reply = ? WHERE id = ?", (json.dumps(rendered), turn_id))
+        await db.commit()
+
+    async def rate(self, turn_id: int, user: str, rating: str) -> bool:
+        """The user's latest rating of a turn's answer; False when no such turn is stored."""
+        db = await self._conn()
+        async with db.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)) as cursor:
+            if await cursor.fetchone() is None:
+                return False
+        await db.execute("INSERT INTO feedback (turn_id, user, rating, created) VALUES (?, ?, ?, ?)"
+                         " ON CONFLICT (turn_id, user) DO UPDATE SET rating = excluded.rating, created = excluded.created",
+                         (turn_id, user, rating, time.time()))
+        await db.commit()
+        return True
+
+    async def ratings(self, rating: str) -> list[Rated]:
+        """Every turn someone last rated `rating`, with what was asked, retrieved and cited."""
+        db = await self._conn()
+        async with db.execute(
+            "SELECT t.id, t.platform, t.workspace, t.question, t.interpreted, t.answer, t.retrieved, t.cited,"
+            " f.user, f.created FROM feedback f JOIN turns t ON t.id = f.turn_id WHERE f.rating = ?"
+            " ORDER BY f.created", (rating,)) as cursor:
+            rows = await cursor.fetchall()
+        return [Rated(r[0], r[1], r[2], r[3], r[4], r[5], _pages(r[6]), _pages(r[7]), r[8], r[9]) for r in rows]
 
     async def delivered(self, turn_id: int) -> None:
         db = await self._conn()
@@ -147,6 +182,10 @@ class ThreadStore:
         db = await self._conn()
         await db.executemany("UPDATE events SET done = 1 WHERE event_id = ?", [(e,) for e in event_ids])
         await db.commit()
+
+
+def _pages(raw: str) -> tuple[tuple[str, int], ...]:
+    return tuple((doc, page) for doc, page in json.loads(raw))
 
 
 async def migrate(db: aiosqlite.Connection) -> None:

@@ -125,3 +125,23 @@ def test_settings_come_from_dotenv_and_the_environment_wins(tmp_path):
     assert settings.index_dir == Path("/srv/pixelrag index") and settings.max_pages == 50
     assert settings.backend == "local"  # the real environment wins over .env
     assert settings.extra == {"SLACK_BOT_TOKEN": "xoxb-from-file"}
+
+
+def test_feedback_export_reads_the_bots_thread_memory(env, capsys):
+    import asyncio
+
+    from core import Exchange, ThreadStore
+
+    async def rate() -> None:
+        store = await ThreadStore(env / "index" / "slack-threads.sqlite").open()
+        turn = await store.add(("slack", "T1", "C1", "1.0"), Exchange("How wide?", "320 mm", "How wide is the X200?"))
+        await store.rate(turn, "T1:U1", "bad")
+        await store.close()
+
+    asyncio.run(rate())
+    code, out, err = run(capsys, "feedback", "export")
+    [record] = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and record["question"] == "How wide is the X200?" and record["feedback"]["asked"] == "How wide?"
+    assert "1 answer(s) rated bad written to standard output" in err
+    code, out, err = run(capsys, "feedback", "export", "--rating", "good")
+    assert code == 0 and out == "" and "0 answer(s) rated good" in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import re
 from pathlib import Path
 from unittest.mock import AsyncMock, MagicMock
 
@@ -951,3 +952,41 @@ async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn)
     assert "huge.png: 31.5 MB is over the 5 MB limit for screenshots" in text
     assert "huge.pdf: 314.6 MB is over the 200 MB limit" in text
     assert not cdn.downloads and not service.indexed
+
+
+# ---- feedback ---------------------------------------------------------------------------------
+
+async def test_answers_carry_feedback_buttons_that_any_process_understands(store):
+    from bot.discord.feedback import FeedbackButton
+
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    msg = make_message("what is the warranty period?", make_text_channel(guild), guild=guild, mention_me=True)
+    await h.on_message(msg)
+    [kwargs] = sends(msg.create_thread.return_value.send)
+    ids = [item.custom_id for item in kwargs["view"].children]
+    assert len(ids) == 2 and ids[0].startswith("pixelrag-feedback:good:") and ids[1].startswith("pixelrag-feedback:bad:")
+
+    # A click, as discord.py's dynamic items resolve it (in whichever process, after a restart too).
+    for custom_id, user in ((ids[1], 7), (ids[0], 7), (ids[1], 7), (ids[0], 8)):
+        match = re.fullmatch(FeedbackButton.__discord_ui_compiled_template__, custom_id)
+        button = await FeedbackButton.from_custom_id(MagicMock(), MagicMock(), match)
+        click = make_interaction(guild, user=make_user(uid=user))
+        click.client = MagicMock()
+        click.client.handlers = h
+        await button.callback(click)
+        click.response.send_message.assert_awaited_once()
+        assert click.response.send_message.call_args.kwargs["ephemeral"] is True
+    [bad] = await store.ratings("bad")
+    assert bad.user == f"{GUILD_A}:7" and bad.platform == "discord" and bad.question == "what is the warranty period?"
+    assert [r.user for r in await store.ratings("good")] == [f"{GUILD_A}:8"]
+
+
+async def test_a_clarifying_question_has_no_feedback_buttons(store):
+    h = handlers_for(FakeService(clarify="Which product do you mean?"), store)
+    guild = make_guild(GUILD_A)
+    msg = make_message("and its width?", make_text_channel(guild), guild=guild, mention_me=True)
+    await h.on_message(msg)
+    [kwargs] = sends(msg.create_thread.return_value.send)
+    assert "view" not in kwargs and "Which product" in kwargs["content"]

@@ -134,6 +134,17 @@ class Harness:
         })
         return await self.dispatch(body, "application/x-www-form-urlencoded")
 
+    async def click(self, message_ts: str, value: str, *, user: str = "U1", team: str = "T1"):
+        """A click on a message's feedback buttons, as Slack sends it (block_actions)."""
+        payload = {
+            "type": "block_actions", "team": {"id": team}, "user": {"id": user, "team_id": team}, "api_app_id": "A1",
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
+            "channel": {"id": CHANNEL}, "trigger_id": "1.2.3", "response_url": self.fake.response_url(),
+            "actions": [{"type": "feedback_buttons", "action_id": render.FEEDBACK_ACTION, "block_id": "fb",
+                         "value": value, "action_ts": self._ts()}],
+        }
+        return await self.dispatch(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+
     def image_file(self, name: str, data: bytes, mimetype: str = "image/png", url_name: str | None = None) -> dict:
         url = self.fake.add_private_file(url_name or name, data, mimetype) if url_name != "" else ""
         return {"id": "F" + name, "name": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
@@ -893,3 +904,48 @@ async def test_two_replicas_on_one_database_answer_each_event_once(make_harness,
     await follow_up.bot.drain()
     assert follow_up.service.turns[-1].history[0].question == "What is the X200 weight?"
     assert "320 mm" in fake.thread_text(ts)
+
+
+# ----- feedback ------------------------------------------------------------------------------------------
+
+def feedback_values(post) -> dict[str, str]:
+    [block] = [b for b in post.params["blocks"] if b["type"] == "context_actions"]
+    [element] = block["elements"]
+    return {"good": element["positive_button"]["value"], "bad": element["negative_button"]["value"]}
+
+
+async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(slack: Harness, tmp_path):
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.drain()
+    [post] = answer_posts(slack.fake, event["ts"])  # the buttons passed the fake's Block Kit checks
+    values = feedback_values(post)
+    event2, _ = await slack.mention("What is the maximum head of the X200?", thread_ts=event["ts"])
+    await slack.bot.drain()
+    second = answer_posts(slack.fake, event["ts"])[-1]
+    for value, user in ((values["good"], "U1"), (values["bad"], "U1"), (values["good"], "U2"),
+                        (feedback_values(second)["good"], "U1")):
+        response = await slack.click(post.params.get("ts", event["ts"]), value, user=user)
+        assert response.status == 200
+    response = await slack.click(event["ts"], "bad:not-a-turn")
+    assert response.status == 200  # acknowledged and ignored
+
+    # A clarifying question has nothing to rate.
+    await slack.mention("And its width?", thread_ts="1700000099.000001")
+    await slack.bot.drain()
+    clarify = answer_posts(slack.fake, "1700000099.000001")
+    assert clarify and not any(b["type"] == "context_actions" for b in clarify[-1].params["blocks"])
+
+    from bot.feedback_export import export, write
+
+    settings = slack.settings.with_(extra={**slack.settings.extra, "SLACK_THREADS_DB": str(slack.store.path)})
+    out = tmp_path / "feedback.jsonl"
+    write(await export(settings, "bad"), out)
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["question"] == "What is the X200 weight?" and record["gold"] == [] and record["answer"] == ""
+    assert record["feedback"]["rating"] == "bad" and "14 kg" in record["feedback"]["bot_answer"]
+    assert record["feedback"]["retrieved"][0] == {"file": "x200-datasheet.pdf", "page": 2}
+    assert {"file": "x200-datasheet.pdf", "page": 2} in record["feedback"]["cited"]
+    assert "T1:U1" in record["note"]
+    from eval.questions import load_questions
+
+    load_questions(out)  # the evaluation reads the file as it is; a person adds gold pages and the answer

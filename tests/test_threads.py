@@ -48,8 +48,10 @@ async def test_an_unposted_reply_is_kept_until_delivered(memory):
     assert await memory.pending_reply(KEY, "Something else?") is None
     await memory.delivered(turn)
     assert await memory.pending_reply(KEY, "How heavy?") is None
-    await memory.add(KEY, Exchange("Width?", "320 mm"))  # delivered at once: nothing kept
+    later = await memory.add(KEY, Exchange("Width?", "320 mm"))  # delivered at once: nothing kept
     assert await memory.pending_reply(KEY, "Width?") is None
+    await memory.keep_reply(later, [{"text": "320 mm"}])  # kept once rendered (with the turn's buttons)
+    assert await memory.pending_reply(KEY, "Width?") == (later, [{"text": "320 mm"}])
 
 
 async def test_a_delivery_is_claimed_once_and_finished_for_good(memory):
@@ -66,6 +68,22 @@ async def test_an_unfinished_claim_is_taken_over_after_the_lease(memory):
     memory.lease_s = 0  # its process died long ago
     await asyncio.sleep(0.01)
     assert await memory.claim("Ev2")
+
+
+async def test_the_latest_rating_per_user_is_kept_with_what_was_retrieved_and_cited(memory):
+    exchange = Exchange("And its width?", "320 mm", "How wide is the X200?", (("d1", 2),), (("d1", 2), ("d1", 1)))
+    turn = await memory.add(KEY, exchange)
+    other = await memory.add(KEY, Exchange("q", "a"))
+    assert await memory.rate(turn, "T1:U1", "good")
+    assert await memory.rate(turn, "T1:U1", "bad")  # a toggle: the latest click counts
+    assert await memory.rate(turn, "T1:U2", "good")
+    assert await memory.rate(other, "T1:U2", "good")
+    assert not await memory.rate(turn + 1000, "T1:U1", "bad")  # no such turn
+    [bad] = await memory.ratings("bad")
+    assert (bad.turn_id, bad.platform, bad.workspace, bad.user) == (turn, "slack", "T1", "T1:U1")
+    assert (bad.question, bad.interpreted, bad.answer) == ("And its width?", "How wide is the X200?", "320 mm")
+    assert bad.retrieved == (("d1", 2), ("d1", 1)) and bad.cited == (("d1", 2),) and bad.rated_at > 0
+    assert sorted((r.turn_id, r.user) for r in await memory.ratings("good")) == [(turn, "T1:U2"), (other, "T1:U2")]
 
 
 # ----- SQLite ------------------------------------------------------------------------------------------
@@ -95,6 +113,12 @@ async def test_an_old_database_is_migrated_and_keeps_its_threads(tmp_path):
         assert await store.claim("Ev-old")  # pruned (older than a week), so it counts as new
         turn = await store.add(KEY, Exchange("And its width?", "320 mm"), pending_reply={"text": "320 mm"})
         assert await store.pending_reply(KEY, "And its width?") == (turn, {"text": "320 mm"})
+        old = (await store._conn()).execute("SELECT id FROM turns WHERE answer = '14 kg'")
+        async with old as cursor:
+            (old_turn,) = await cursor.fetchone()
+        assert await store.rate(old_turn, "T1:U1", "bad")  # a turn from before ratings existed
+        [rated] = await store.ratings("bad")
+        assert rated.question == "How heavy is the X200?" and rated.retrieved == ()
     finally:
         await store.close()
     with sqlite3.connect(path) as db:

@@ -10,6 +10,7 @@ from discord.ext import commands
 from core import BadInput, Service, Settings, ThreadMemory, thread_memory
 
 from .cogs import DocumentsCog, QuestionsCog
+from .feedback import FeedbackButton
 from .handlers import DiscordHandlers
 from .settings import DiscordSettings
 
@@ -39,6 +40,7 @@ class PixelragBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         await self.add_cogs()
+        self.add_dynamic_items(FeedbackButton)  # clicks on any answer's buttons, whenever it was sent
         if self.options.guild_id:  # development: guild commands appear at once
             guild = discord.Object(self.options.guild_id)
             self.tree.copy_global_to(guild=guild)

@@ -17,6 +17,7 @@ from core import BadInput, Conversation, PixelragError, Service, Settings, Threa
 
 from .access import Access
 from .delivery import GENERIC_FAILURE, Replier, deliver, say
+from .feedback import feedback_view
 from .files import Attachments, kind
 from .progress import ProgressNotice
 from .render import describe_report, render_answer, render_documents, text_messages
@@ -84,7 +85,7 @@ class DiscordHandlers:
         async with channel.typing():
             reply = await self.conversation.ask(
                 thread_key(channel, guild_id), question, images, scope=scope_for(guild_id),
-                render=lambda answer: render_answer(answer, limit, notes=problems))
+                render=lambda answer, turn_id: with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
         await deliver(channel.send, reply.rendered)
 
     async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
@@ -131,7 +132,7 @@ class DiscordHandlers:
             limit = upload_limit(interaction.guild)
             reply = await self.conversation.ask(
                 key, question, images, scope=scope_for(interaction.guild_id),
-                render=lambda answer: render_answer(answer, limit, notes=problems))
+                render=lambda answer, turn_id: with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
             await replier.send_all(reply.rendered)
 
     async def index(self, interaction: discord.Interaction, url: str | None = None,
@@ -199,6 +200,13 @@ class DiscordHandlers:
             await interaction.response.send_message(self.access.refusal(), ephemeral=True)
             return False
         return True
+
+
+def with_feedback(messages: list, answer, turn_id: int | None) -> list:
+    """An answer of a stored turn gets 👍 / 👎 under its last message; a clarifying question does not."""
+    if turn_id is not None and not answer.clarifying_question and messages:
+        messages[-1].view = feedback_view(turn_id)
+    return messages
 
 
 class _Place:

@@ -40,6 +40,7 @@ class Outgoing:
     embeds: list[discord.Embed] = field(default_factory=list)
     files: list[discord.File] = field(default_factory=list)
     upload_bytes: int = 0
+    view: discord.ui.View | None = None  # the feedback buttons, under an answer's last message
 
     def kwargs(self) -> dict:
         """Keyword arguments for Messageable.send / Webhook.send (empty lists left out)."""
@@ -50,6 +51,8 @@ class Outgoing:
             out["embeds"] = self.embeds
         if self.files:
             out["files"] = self.files
+        if self.view is not None:
+            out["view"] = self.view
         return out
 
 

@@ -15,7 +15,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Conversation, Service, Settings, ThreadMemory
 
+from . import render
 from .commands import SlashCommand
+from .feedback import SlackFeedback
 from .files import SlackFiles
 from .indexing import SlackIndexing
 from .listeners import SlackQuestions
@@ -38,6 +40,7 @@ class SlackBot:
         conversation = Conversation(service, threads, settings.history_exchanges)
         self.questions = SlackQuestions(slack, conversation, threads, files, indexing, self.tasks)
         self.command = SlashCommand(slack, service, indexing, self.tasks)
+        self.feedback = SlackFeedback(threads)
 
     async def drain(self) -> None:
         await self.tasks.drain()
@@ -79,6 +82,7 @@ def build_app(settings: Settings, service: Service, threads: ThreadMemory,
     app.event("app_mention", middleware=[questions.claim_delivery])(questions.on_question)
     app.event("message", middleware=[questions.addressed, questions.claim_delivery])(questions.on_question)
     app.command(slack.command)(bot.command)
+    app.action(render.FEEDBACK_ACTION)(bot.feedback)
 
     # Subscribed but not acted on: unhandled events get a 404, which Slack retries.
     @app.event("file_shared")

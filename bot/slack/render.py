@@ -16,6 +16,7 @@ SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50
 CHARS_PER_MESSAGE = 11_000
 MAX_UPLOADS = 10
+FEEDBACK_ACTION = "pixelrag_feedback"
 FALLBACK_LIMIT = 3000  # the notification `text`; Slack allows more, but a notification is a preview
 
 HELP = """*pixelrag* answers questions about your team's PDFs from the page images.
@@ -146,14 +147,33 @@ def plain_pieces(message: dict) -> list[str]:
     return split_text(text) or ["(empty answer)"]
 
 
-def render_answer(answer: Answer) -> list[dict]:
-    """chat.postMessage payloads (blocks + text) for an answer or a clarifying question."""
+def render_answer(answer: Answer, turn_id: int | None = None) -> list[dict]:
+    """chat.postMessage payloads (blocks + text) for an answer or a clarifying question; an answer of
+    a stored turn ends with 👍 / 👎 buttons."""
     if answer.clarifying_question:
         question = escape(answer.clarifying_question.strip())
         blocks = [section(f":question: {piece}") for piece in split_text(question, SECTION_LIMIT - 20)]
         return pack_messages(blocks, answer.clarifying_question.strip())
     fallback = " ".join(answer.markdown.split()) or "Answer"
-    return pack_messages(answer_blocks(answer), fallback)
+    messages = pack_messages(answer_blocks(answer), fallback)
+    if turn_id is not None:  # under the answer's last message; the block counts no characters
+        if len(messages[-1]["blocks"]) < BLOCKS_PER_MESSAGE:
+            messages[-1]["blocks"].append(feedback_block(turn_id))
+        else:
+            messages.append({"blocks": [feedback_block(turn_id)], "text": "Was this answer helpful?"})
+    return messages
+
+
+def feedback_block(turn_id: int) -> dict:
+    """Slack's feedback buttons; each click reports its value, `good:<turn>` or `bad:<turn>`."""
+    def button(text: str, rating: str, label: str) -> dict:
+        return {"text": {"type": "plain_text", "text": text}, "value": f"{rating}:{turn_id}",
+                "accessibility_label": label}
+
+    return {"type": "context_actions", "elements": [{
+        "type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
+        "positive_button": button("Good answer", "good", "Mark this answer as good"),
+        "negative_button": button("Wrong or unhelpful", "bad", "Mark this answer as wrong or unhelpful")}]}
 
 
 def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:

@@ -24,6 +24,13 @@ MIGRATIONS = (
         created TIMESTAMPTZ NOT NULL DEFAULT now()
     );
     """,
+    """
+    ALTER TABLE pixelrag_turns ADD COLUMN retrieved JSONB NOT NULL DEFAULT '[]';
+    CREATE TABLE pixelrag_feedback (
+        turn_id BIGINT NOT NULL REFERENCES pixelrag_turns (id) ON DELETE CASCADE, "user" TEXT NOT NULL,
+        rating TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (turn_id, "user")
+    );
+    """,
 )
 
 

@@ -11,7 +11,7 @@ import asyncio
 import uuid
 
 from ..ports import ThreadKey
-from ..records import Exchange
+from ..records import Exchange, Rated
 from .database import open_pool
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
@@ -55,10 +55,30 @@ class PostgresThreadStore:
 
         [(turn_id,)] = await self._run(
             "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, interpreted, answer, cited,"
-            " pending_reply) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            " retrieved, pending_reply) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (*key, exchange.question, exchange.interpreted, exchange.answer, Jsonb(list(exchange.cited)),
-             None if pending_reply is None else Jsonb(pending_reply)))
+             Jsonb(list(exchange.retrieved)), None if pending_reply is None else Jsonb(pending_reply)))
         return turn_id
+
+    async def keep_reply(self, turn_id: int, rendered: object) -> None:
+        from psycopg.types.json import Jsonb
+
+        await self._run("UPDATE pixelrag_turns SET pending_reply = %s WHERE id = %s", (Jsonb(rendered), turn_id))
+
+    async def rate(self, turn_id: int, user: str, rating: str) -> bool:
+        rows = await self._run(
+            'INSERT INTO pixelrag_feedback (turn_id, "user", rating) SELECT id, %s, %s FROM pixelrag_turns WHERE id = %s'
+            ' ON CONFLICT (turn_id, "user") DO UPDATE SET rating = EXCLUDED.rating, created = now() RETURNING turn_id',
+            (user, rating, turn_id))
+        return bool(rows)
+
+    async def ratings(self, rating: str) -> list[Rated]:
+        rows = await self._run(
+            'SELECT t.id, t.platform, t.workspace, t.question, t.interpreted, t.answer, t.retrieved, t.cited, f."user",'
+            " extract(epoch FROM f.created) FROM pixelrag_feedback f JOIN pixelrag_turns t ON t.id = f.turn_id"
+            " WHERE f.rating = %s ORDER BY f.created", (rating,))
+        return [Rated(r[0], r[1], r[2], r[3], r[4], r[5], tuple(map(tuple, r[6])), tuple(map(tuple, r[7])), r[8],
+                      float(r[9])) for r in rows]
 
     async def delivered(self, turn_id: int) -> None:
         await self._run("UPDATE pixelrag_turns SET pending_reply = NULL WHERE id = %s", (turn_id,))

@@ -148,11 +148,37 @@ def block_error(blocks: Any) -> str | None:
         elif kind == "image":
             if not block.get("alt_text") or not (block.get("image_url") or block.get("slack_file")):
                 return "invalid_blocks"
+        elif kind == "context_actions":
+            elements = block.get("elements")
+            if not isinstance(elements, list) or not 0 < len(elements) <= 5:
+                return "invalid_blocks"
+            if any(feedback_buttons_error(e) for e in elements):
+                return "invalid_blocks"
     if markdown_total > MAX_MARKDOWN_TEXT:
         return "invalid_blocks"
     if chars > MAX_BLOCK_CHARS:
         return "msg_blocks_too_long"
     return None
+
+
+def feedback_buttons_error(element: Any) -> bool:
+    """A context_actions element Slack would refuse: only feedback_buttons (icon buttons are not used
+    here) with an action_id of at most 255 characters and both buttons, each with plain_text of at
+    most 75 characters and a value of at most 2,000."""
+    if not isinstance(element, dict) or element.get("type") != "feedback_buttons":
+        return True
+    if not isinstance(element.get("action_id"), str) or not 0 < len(element["action_id"]) <= 255:
+        return True
+    for side in ("positive_button", "negative_button"):
+        button = element.get(side)
+        if not isinstance(button, dict):
+            return True
+        text, value = button.get("text"), button.get("value")
+        if not (isinstance(text, dict) and text.get("type") == "plain_text" and 0 < len(_text_of(text)) <= 75):
+            return True
+        if not isinstance(value, str) or not 0 < len(value) <= 2000:
+            return True
+    return False
 
 
 class FakeSlack:
