@@ -255,9 +255,11 @@ class IndexStore:
         if len(row_page) and (row_page.min() < 0 or row_page.max() >= len(pages)):
             problems.append("vector rows point at pages that do not exist")
         by_doc: dict[str, list[int]] = {}
+        folder = self.root / "pages"
+        images = set(os.listdir(folder)) if folder.is_dir() else set()  # one listing, not a stat per page
         for p in pages:
             by_doc.setdefault(p.doc_id, []).append(p.page)
-            if not self.page_image_path(p.content_hash).is_file():
+            if f"{p.content_hash}.jpg" not in images:
                 problems.append(f"page image of {p.doc_id} p. {p.page} is missing")
         for d in documents:
             if sorted(by_doc.get(d.doc_id, [])) != list(range(1, d.page_count + 1)):
