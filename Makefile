@@ -29,7 +29,7 @@ test: setup-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
-# Regenerate eval/RESULTS.md: dev-set evaluation (local backend) and the benchmarks (about 10 minutes on 2 cores, 5 with the index already built).
+# Regenerate eval/RESULTS.md: the evaluations (local backend) and the benchmarks (about 30 minutes on 2 cores).
 results: setup-test
 	$(BIN)/python eval/results.py
 
