@@ -2,7 +2,7 @@
 
 Read in this order: app.py (Bolt, middleware, listeners registered), listeners.py (a question's
 way to the reply), replies.py (posting in the thread), indexing.py and commands.py (documents),
-files.py, permissions.py, render.py (Block Kit), settings.py, serve.py.
+feedback.py (the 👍 / 👎 clicks), files.py, permissions.py, render.py (Block Kit), settings.py, serve.py.
 """
 from .app import SlackBot, build_app
 from .serve import serve
