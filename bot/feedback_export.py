@@ -16,10 +16,12 @@ from core import Rated, Service, Settings, ThreadMemory, thread_memory
 
 def thread_memories(settings: Settings) -> list[ThreadMemory]:
     """Where ratings are stored: the shared database, or each adapter's SQLite file that exists."""
+    from .discord.settings import threads_db
+    from .slack.settings import SlackSettings
+
     if settings.database_url:
-        return [thread_memory(settings, Path())]
-    slack_db = Path(settings.extra.get("SLACK_THREADS_DB") or settings.index_dir / "slack-threads.sqlite")
-    files = [slack_db, settings.index_dir / "discord-threads.sqlite"]
+        return [thread_memory(settings, Path())]  # one database holds every bot's memory
+    files = [SlackSettings.parse(settings).threads_db, threads_db(settings)]
     return [thread_memory(settings, f) for f in files if f.is_file()]
 
 

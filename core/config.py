@@ -107,5 +107,11 @@ def number(values: dict[str, str], name: str, default, lo, hi, cast=int):
     return value
 
 
-def flag(values: dict[str, str], name: str) -> bool:
-    return (values.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
+def flag(values: dict[str, str], name: str, default: bool = False) -> bool:
+    """An on/off setting: 1/true/yes/on or 0/false/no/off; unset, empty or anything else means `default`."""
+    raw = (values.get(name) or "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    return default

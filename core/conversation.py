@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .records import SHARED_SCOPE, Answer, Exchange, QueryImage, Turn
+from .records import SHARED_SCOPE, Answer, Exchange, QueryImage, Turn, clean_text
 from .ports import ThreadKey, ThreadMemory
 
 
@@ -37,7 +37,7 @@ class Conversation:
 
         With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked
         again in the thread before that gets the stored rendering back."""
-        question = Turn(question).question.strip()  # cleaned as every Turn is
+        question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
                 turn_id, rendered = pending

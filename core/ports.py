@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import IndexProblem
 from .records import Draft, Exchange, PageInput, QueryImage, Rated, ReaderPage, Resolution, Word
+from .search import fuse_scores
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -106,8 +107,6 @@ class Backend:
 
     def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The top `k` pages (index, score) among `allowed`, from the dense scores and the lexical index."""
-        from .search import fuse_scores
-
         return fuse_scores(dense, None, allowed, k)
 
     def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:

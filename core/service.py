@@ -68,7 +68,7 @@ class Service:
 
     def verify(self) -> Snapshot | None:
         """The active snapshot opened with every check, its source PDFs hashed (IndexProblem when damaged)."""
-        return self.view.active_snapshot()
+        return self.store.open()
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         return await self.view.load()

@@ -11,6 +11,9 @@ import numpy as np
 
 from .records import Document, Page, Word
 
+WORDS_FILE = "pages.jsonl"  # one line of words per page, in page order
+OFFSETS_FILE = "pages.offsets.npy"  # where each page's line starts
+
 
 @dataclass(frozen=True)
 class Catalog:
@@ -71,14 +74,30 @@ class Snapshot:
         return out
 
 
+def write_words(folder: Path, pages: list[Page]) -> None:
+    """Every page's words, one line each, and where each line starts."""
+    offsets = np.zeros(len(pages), dtype=np.int64)
+    with open(folder / WORDS_FILE, "wb") as out:
+        for i, p in enumerate(pages):
+            offsets[i] = out.tell()
+            out.write(json.dumps({"words": [word_row(w) for w in p.words]}, ensure_ascii=False).encode() + b"\n")
+    np.save(folder / OFFSETS_FILE, offsets)
+
+
+def read_words(folder: Path) -> list[list]:
+    """Every page's word rows (word_from_row reads one), in page order."""
+    with open(folder / WORDS_FILE, encoding="utf-8") as lines:
+        return [json.loads(line)["words"] for line in lines]
+
+
 def line_offsets(folder: Path) -> np.ndarray:
-    """Where each page's line starts in pages.jsonl: saved with the snapshot, or found by one scan
+    """Where each page's line starts in the words file: saved with the snapshot, or found by one scan
     for a snapshot written before they were saved."""
-    saved = folder / "pages.offsets.npy"
+    saved = folder / OFFSETS_FILE
     if saved.is_file():
         return np.load(saved)
     offsets, at = [], 0
-    with open(folder / "pages.jsonl", "rb") as lines:
+    with open(folder / WORDS_FILE, "rb") as lines:
         for line in lines:
             offsets.append(at)
             at += len(line)

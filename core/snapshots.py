@@ -25,7 +25,7 @@ class IndexView:
         if name is None:
             return None
         if self._cached is None or self._cached[0] != name:
-            snap = self.store.open(serving=True)
+            snap = self.store.open(name, serving=True)
             self._cached = (name, snap, self._lexical(snap))
         return self._cached[1], self._cached[2]
 
@@ -49,9 +49,10 @@ class IndexView:
         return cached if cached is not None and cached[0] == self.store.active_name() else None
 
     def active_snapshot(self) -> Snapshot | None:
-        """The active snapshot for a build to start from, with every page's words, fully verified (its
-        source PDFs hashed: a build may have to read them again)."""
-        return self.store.open()
+        """The active snapshot for a build to start from, with every page's words: the cached one when
+        current (its words read in), else opened with every check."""
+        current = self.current()
+        return current[1].with_words() if current else self.store.open()
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and

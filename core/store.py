@@ -4,7 +4,7 @@ index/
   ACTIVE                 name of the published snapshot (replaced atomically)
   sources/<sha256>.pdf   every indexed PDF, as received
   pages/<hash>.jpg       rendered page images, shared by snapshots
-  snapshots/<name>/      manifest.json, pages.jsonl (words), vectors.npy
+  snapshots/<name>/      manifest.json, pages.jsonl + pages.offsets.npy (words), vectors.npy, lexical.npz (BM25)
 A build writes a complete snapshot under a temporary name, renames it, then swaps ACTIVE. A build
 that fails or is killed never touches ACTIVE, so the previous snapshot stays in service.
 """
@@ -25,7 +25,7 @@ from .disk import BuildLock, fsync_dir, sha256_file, write_once
 from .errors import IndexProblem
 from .records import Document, Page
 from .search import lexical_index
-from .snapshot_format import Catalog, Snapshot, line_offsets, word_from_row, word_row
+from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
 
 FORMAT = 1
 KEEP_SNAPSHOTS = 2
@@ -76,12 +76,7 @@ class IndexStore:
         row_page = np.concatenate([np.full(len(r), i, np.int32) for i, r in enumerate(rows)]) if rows else np.zeros(0, np.int32)
         np.save(tmp / "vectors.npy", vectors)
         np.save(tmp / "row_page.npy", row_page)
-        offsets = np.zeros(len(pages), dtype=np.int64)
-        with open(tmp / "pages.jsonl", "wb") as out:
-            for i, p in enumerate(pages):
-                offsets[i] = out.tell()
-                out.write(json.dumps({"words": [word_row(w) for w in p.words]}, ensure_ascii=False).encode() + b"\n")
-        np.save(tmp / "pages.offsets.npy", offsets)
+        write_words(tmp, pages)
         # BM25 is built once here, not each time a process opens the snapshot.
         lexical_index(documents, pages).save(tmp / LEXICAL_FILE)
         manifest = {
@@ -221,24 +216,22 @@ class IndexStore:
             raise IndexProblem(f"Index {self.root}: format {manifest.get('format')} is not supported; rebuild it.")
         folder = self.root / "snapshots" / name
         documents = [Document(**d) for d in manifest["documents"]]
-        words = offsets = None
+        offsets = None
         try:
             vectors = np.load(folder / "vectors.npy", mmap_mode="r")
             row_page = np.load(folder / "row_page.npy")
-            if serving:
+            if serving:  # words come later, per page
                 offsets = line_offsets(folder)
+                words = [[]] * len(offsets)
             else:
-                with open(folder / "pages.jsonl", encoding="utf-8") as lines:
-                    words = [json.loads(line)["words"] for line in lines]
+                words = read_words(folder)
         except (OSError, ValueError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} is damaged ({exc}); rebuild the index.") from None
-        rows = words if words is not None else [[]] * len(manifest["pages"])  # serving: words come later
         pages = [Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
-                      tuple(word_from_row(r) for r in ws)) for p, ws in zip(manifest["pages"], rows)]
-        self._verify(manifest, documents, pages, len(words if words is not None else offsets), vectors, row_page,
-                     hash_sources=not serving)
+                      tuple(word_from_row(r) for r in ws)) for p, ws in zip(manifest["pages"], words)]
+        self._verify(manifest, documents, pages, len(words), vectors, row_page, hash_sources=not serving)
         return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page,
-                        folder / "pages.jsonl" if serving else None, offsets)
+                        folder / WORDS_FILE if serving else None, offsets)
 
     def lexical_path(self, name: str) -> Path:
         return self.root / "snapshots" / name / LEXICAL_FILE

@@ -12,7 +12,7 @@ from core import BadInput, Service, Settings, ThreadMemory, thread_memory
 from .cogs import DocumentsCog, QuestionsCog
 from .feedback import FeedbackButton
 from .handlers import DiscordHandlers
-from .settings import DiscordSettings
+from .settings import DiscordSettings, threads_db
 
 log = logging.getLogger("pixelrag.discord")
 
@@ -71,7 +71,7 @@ async def serve(settings: Settings) -> None:
         raise BadInput("DISCORD_TOKEN is not set; see the Discord setup section of the README.")
     if not logging.getLogger().handlers:
         discord.utils.setup_logging()
-    threads = await thread_memory(settings, settings.index_dir / "discord-threads.sqlite").open()
+    threads = await thread_memory(settings, threads_db(settings)).open()
     service = Service(settings)
     await service.warm_up()
     client = build_client(service, threads, settings, options)

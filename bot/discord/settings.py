@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping
 
-from core import BadInput
+from core import BadInput, Settings, flag
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,12 @@ class DiscordSettings:
         return cls(
             token=extra.get("DISCORD_TOKEN", "").strip(),
             guild_id=int(guild_id) if guild_id else None,
-            message_content=truthy(extra.get("DISCORD_MESSAGE_CONTENT"), True),
+            message_content=flag(extra, "DISCORD_MESSAGE_CONTENT", default=True),
             index_role=extra.get("DISCORD_INDEX_ROLE", "").strip(),
             index_users=frozenset(int(u) for u in raw_users),
         )
 
 
-def truthy(value: str | None, default: bool) -> bool:
-    """Unset or empty means `default`; only an explicit 0/false/no/off turns a setting off."""
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off")
+def threads_db(settings: Settings) -> Path:
+    """The Discord bot's thread memory when no database is configured."""
+    return settings.index_dir / "discord-threads.sqlite"

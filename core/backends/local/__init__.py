@@ -9,6 +9,7 @@ import numpy as np
 from ...config import Settings
 from ...ports import Backend
 from ...records import Draft, QueryImage, ReaderPage, Word
+from ...search import fuse_scores
 from .context import HeuristicResolver
 from .embedder import LocalEmbedder
 from .ocr import Ocr
@@ -48,8 +49,6 @@ class LocalBackend(Backend):
         return await self.reader.read(query_text, pages, images)  # it cannot see the screenshots either
 
     def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
-        from ...search import fuse_scores
-
         return fuse_scores(dense, lexical.scores(query_text), allowed, k, lexical.coverage(query_text, allowed))
 
     def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:
