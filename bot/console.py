@@ -65,7 +65,7 @@ class Console:
             self.images.clear()
             print("New thread.")
         elif command == "/docs":
-            docs = self.service.documents(SHARED_SCOPE)
+            docs = await self.service.documents(SHARED_SCOPE)
             print("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs) or "No documents yet.")
         elif command == "/index":
             print_report(await self.service.index([arg], progress=ProgressBar()), as_json=False)

@@ -26,7 +26,7 @@ def thread_memories(settings: Settings) -> list[ThreadMemory]:
 
 
 async def export(settings: Settings, rating: str) -> list[dict]:
-    files = {d.doc_id: d.file_name for d in Service(settings).all_documents()}
+    files = {d.doc_id: d.file_name for d in await Service(settings).all_documents()}
     rows: list[Rated] = []
     for memory in thread_memories(settings):
         await memory.open()

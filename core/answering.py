@@ -5,22 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 from typing import Callable, Sequence
-
-import numpy as np
 
 from . import citations as cites
 from . import deadline
 from .config import Settings
 from .errors import BadInput
-from .ports import Backend
+from .ports import Backend, PageIndex
 from .query_images import prepare_query_images
-from .records import Answer, Citation, Document, DraftCitation, Hit, ReaderPage, Turn
-from .search import LexicalIndex, dense_page_scores
-from .snapshots import IndexView, visible
-from .snapshot_format import Snapshot
-from .store import IndexStore
+from .records import Answer, Citation, DraftCitation, ReaderPage, Turn
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +21,8 @@ MAX_QUESTION_CHARS = 2000
 
 
 class Answerer:
-    def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
-        self.settings, self.store, self.view, self.backend = settings, store, view, backend
+    def __init__(self, settings: Settings, pages: PageIndex, backend: Callable[[], Backend]):
+        self.settings, self.pages, self.backend = settings, pages, backend
 
     async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
         # One budget for the whole question: retries of one call cannot add up past it.
@@ -63,47 +56,34 @@ class Answerer:
             return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
                           backend=backend.name, timings=timings)
 
-        loaded = await self.view.load()
-        documents = {d.doc_id: d for d in visible(loaded[0].documents, turn.scope)} if loaded else {}
-        if not loaded or not documents:
+        search = await self.pages.search(turn.scope)
+        if search is None or not search.documents:
             return Answer(question, interpreted,
                           "No documents are indexed here yet. Index a PDF first, then ask again.",
                           limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
-        snap, lexical = loaded
-        backend.check_index(snap.built_with)
+        backend.check_index(search.built_with)
 
         query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
         if images:
             lap("query_ocr")
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
-        allowed = np.isin(snap.page_docs, list(documents))
-        # Search and citation drawing are CPU work that grows with the index: off the loop.
-        hits = await asyncio.to_thread(self._search, snap, lexical, documents, allowed, query_text, qvec)
+        hits = await search.rank(query_text, qvec, self.settings.top_k, backend.lexical)
         lap("search")
         if retrieve_only:
             return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
                           timings=timings)
 
-        attached = [ReaderPage(h, snap.page(snap.index_of[(h.doc_id, h.page)]), Path(h.image_path).read_bytes()) for h in hits]
+        attached = await search.read(hits)
         draft = await backend.read(interpreted, query_text, attached, images)
         lap("read")
 
-        limitations = draft.limitations + backend.limitations(lexical, interpreted, allowed)
+        absent = await search.absent_words(interpreted) if backend.lexical else []
+        limitations = draft.limitations + backend.limitations(absent)
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
                       image_notes + tuple(notes), draft.topic, None, backend.name, timings)
-
-    def _search(self, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document], allowed: np.ndarray,
-                text: str, qvec: np.ndarray) -> list[Hit]:
-        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
-        ranked = self.backend().rank(dense, lexical, text, allowed, self.settings.top_k)
-        return [
-            Hit(snap.pages[i].doc_id, documents[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
-                str(self.store.page_image_path(snap.pages[i].content_hash)))
-            for i, score in ranked
-        ]
 
     def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
         """Keep citations of attached pages only; locate their quotes; draw their images."""

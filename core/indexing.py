@@ -15,11 +15,8 @@ import numpy as np
 from .config import Settings
 from .documents import Source, document_title, open_pdf, read_source, render_page
 from .errors import BadInput, Busy, IndexProblem
-from .ports import Backend
+from .ports import Backend, IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
-from .recovery import recover
-from .snapshots import IndexView
-from .store import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +33,10 @@ class _Pending:
 
 
 class Indexer:
-    def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
-        self.settings, self.store, self.view, self.backend = settings, store, view, backend
+    def __init__(self, settings: Settings, pages: PageStore, backend: Callable[[], Backend]):
+        self.settings, self.pages, self.backend = settings, pages, backend
         self._building: set[tuple[str, str]] = set()
-        self._build_lock = asyncio.Lock()
+        self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
     def indexing_now(self) -> list[str]:
         return sorted(name for _, name in self._building)
@@ -67,41 +64,35 @@ class Indexer:
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails)."""
-        targets = [self._find(scope, document)] if document else [d for d in self.view.documents(scope) if d.scope == scope]
+        targets = ([await self._find(scope, document)] if document
+                   else [d for d in await self.pages.documents(scope) if d.scope == scope])
         if not targets:
             raise BadInput("There is nothing to re-index here yet.")
         loaded = []
         for doc in targets:
             try:
                 source = await asyncio.to_thread(read_source, doc.source, self.settings)
-            except BadInput:
-                source = Source(self.store.source_path(doc.sha256).read_bytes(), doc.file_name, doc.source)
+            except BadInput as exc:
+                stored = await self.pages.source(doc.sha256)
+                if stored is None:
+                    raise BadInput(f"{doc.title} cannot be fetched again ({exc}) and its stored copy is missing.") from None
+                source = Source(stored, doc.file_name, doc.source)
             loaded.append((replace(source, name=doc.file_name), doc.title))
         return await self._build(loaded, scope, progress, [], refresh=True)
 
     async def remove(self, scope: str, document: str) -> Document:
-        doc = self._find(scope, document)
+        doc = await self._find(scope, document)
         if doc.scope != scope:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
-
-        def rewrite() -> None:
-            snap = self.view.active_snapshot()
-            keep = [i for i, p in enumerate(snap.pages) if p.doc_id != doc.doc_id]
-            rows = snap.page_rows()
-            name = self.store.write_snapshot(
-                snap.built_with, [d for d in snap.documents if d.doc_id != doc.doc_id],
-                [snap.pages[i] for i in keep], [rows[snap.pages[i].content_hash] for i in keep])
-            self.store.publish(name)
-
-        async with self._build_lock:
-            with await asyncio.to_thread(self.store.lock):
-                await asyncio.to_thread(rewrite)
-        await self.view.load()
+        async with self.build_lock:
+            async with self.pages.building([doc.doc_id], lambda holder: None, []) as build:
+                await build.publish(build.built_with, {doc.doc_id}, [])
+        await self.pages.warm_up()
         return doc
 
-    def _find(self, scope: str, document: str) -> Document:
+    async def _find(self, scope: str, document: str) -> Document:
         wanted = document.strip().lower()
-        documents = self.view.documents(scope)
+        documents = await self.pages.documents(scope)
         for doc in documents:
             if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
                 return doc
@@ -119,35 +110,23 @@ class Indexer:
         self._building |= keys
         try:
             progress = progress or (lambda p: None)
-            async with self._build_lock:
-                with await asyncio.to_thread(self.store.lock, lambda holder: progress(Progress("wait", 0, 1, holder))):
-                    return await self._build_locked(loaded, scope, progress, refused, refresh)
+            warnings: list[str] = []
+            ids = sorted({source.doc_id(scope) for source, _ in loaded})
+            async with self.build_lock:
+                async with self.pages.building(ids, lambda holder: progress(Progress("wait", 0, 1, holder)),
+                                               warnings) as build:
+                    return await self._build_locked(build, loaded, scope, progress, refused, warnings, refresh)
         finally:
             self._building -= keys
 
-    async def _build_locked(self, loaded, scope, progress: ProgressFn, refused: list[str], refresh: bool) -> IndexReport:
+    async def _build_locked(self, build: IndexBuild, loaded, scope, progress: ProgressFn, refused: list[str],
+                            warnings: list[str], refresh: bool) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
-        warnings: list[str] = []
-        items = [(source, title, scope) for source, title in loaded]
-        try:
-            previous = await asyncio.to_thread(self.view.active_snapshot)
-            damaged = False
-        except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
-            log.warning("building over a damaged index: %s", exc)
-            previous, recovered = await asyncio.to_thread(recover, self.store, exc, warnings)
-            items += recovered
-            damaged = True
-        if previous is not None:
-            backend.check_index(previous.built_with)
-        documents = list(previous.documents) if previous else []
-        by_doc: dict[str, list[int]] = {}
-        if previous:
-            for i, p in enumerate(previous.pages):
-                by_doc.setdefault(p.doc_id, []).append(i)
-        reuse_rows = previous.page_rows() if previous else {}
-        reuse_pages = {p.content_hash: p for p in previous.pages} if previous else {}
-
+        items = [(source, title, scope) for source, title in loaded] + build.recovered
+        if build.built_with is not None:
+            backend.check_index(build.built_with)
+        documents = list(build.documents)
         built: list[_Pending] = []
         unchanged: list[Document] = []
         embedded = reused = 0
@@ -161,8 +140,7 @@ class Indexer:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
                 continue
             try:
-                pending, n_new, n_old = await self._build_document(source, title, where, reuse_rows, reuse_pages,
-                                                                   progress, warnings)
+                pending, n_new, n_old = await self._build_document(build, source, title, where, progress, warnings)
             except BadInput as exc:
                 refused.append(str(exc))
                 continue
@@ -172,46 +150,29 @@ class Indexer:
             documents = [d for d in documents if not (d.scope == where and d.source == source.origin)
                          and not (d.scope == where and d.sha256 == source.sha256)]
             built.append(pending)
-        if not built and not damaged:
+        if not built and not build.damaged:
             if refused:
                 raise BadInput("\n".join(refused))
-            return IndexReport((), len(previous.pages), 0, 0, previous.name, unchanged=tuple(unchanged))
+            return IndexReport((), build.pages_total, 0, 0, build.name, unchanged=tuple(unchanged))
 
-        kept = list(documents)
-        pages, vectors = [], []
-        for doc in kept:
-            for i in by_doc.get(doc.doc_id, []):
-                page = previous.pages[i]
-                pages.append(page)
-                vectors.append(reuse_rows[page.content_hash])
-        for item in built:
-            kept.append(item.document)
-            pages.extend(item.pages)
-            vectors.extend(item.vectors)
         progress(Progress("publish", 0, 1))
-        name = await asyncio.to_thread(self.store.write_snapshot, built_with, kept, pages, vectors)
-        self.store.publish(name)
-        await self.view.load()  # the first question after indexing should not wait for it
+        removed = {d.doc_id for d in build.documents} - {d.doc_id for d in documents}
+        name, pages_total = await build.publish(built_with, removed,
+                                                [(b.document, b.pages, b.vectors) for b in built])
+        await self.pages.warm_up()  # the first question after indexing should not wait for it
         progress(Progress("publish", 1, 1))
         asked = {(where, source.sha256) for source, _, where in items[:len(loaded)]}
         return IndexReport(tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
-                           len(pages), embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
+                           pages_total, embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
 
-    async def repair(self) -> tuple[str | None, list[Path]]:
-        """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
-        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
-        async with self._build_lock:
-            with await asyncio.to_thread(self.store.lock):
-                return await asyncio.to_thread(self.store.repair)
-
-    async def _build_document(self, source: Source, title: str | None, scope: str, reuse_rows: dict,
-                              reuse_pages: dict, progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
+    async def _build_document(self, build: IndexBuild, source: Source, title: str | None, scope: str,
+                              progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embedding: asyncio.Task | None = None
         try:
             document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
                                 pdf.page_count, scope, source.origin)
-            await asyncio.to_thread(self.store.save_source, source.sha256, source.data)
+            await build.save_source(source.sha256, source.data)
             total = pdf.page_count
             # Enough pages per step to keep every allowed embedding request busy.
             step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
@@ -236,13 +197,12 @@ class Indexer:
                 # Render and read this step while the previous step's pages are being embedded.
                 fresh: list[tuple[int, PageInput]] = []
                 step = range(start, min(total, start + step_size))
-                for page, jpeg, reused, empty in await self._prepare_pages(pdf, step, document, reuse_rows,
-                                                                            reuse_pages, progress):
+                for page, jpeg, reused, empty in await self._prepare_pages(build, pdf, step, document, progress):
                     if empty:
                         blank.append(page.page)
                     pages.append(page)
-                    vectors.append(reuse_rows[page.content_hash] if reused else None)
-                    if not reused:
+                    vectors.append(reused)
+                    if reused is None:
                         fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
                 if embedding is not None:
                     await embedding
@@ -265,21 +225,22 @@ class Indexer:
                 embedding.cancel()
             pdf.close()
 
-    async def _prepare_pages(self, pdf, indexes: range, document: Document, reuse_rows: dict,
-                             reuse_pages: dict, progress: ProgressFn) -> list[tuple[Page, bytes, bool, bool]]:
-        """Render pages and read their words: (page, jpeg, reused, blank). Unchanged pixels reuse earlier work."""
+    async def _prepare_pages(self, build: IndexBuild, pdf, indexes: range, document: Document,
+                             progress: ProgressFn) -> list[tuple[Page, bytes, np.ndarray | None, bool]]:
+        """Render pages and read their words: (page, jpeg, reused vector rows or None, blank). Unchanged
+        pixels reuse earlier work."""
         rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
+        reusable = await build.reusable([r.page.content_hash for r in rendered])
         out = []
         for r in rendered:
             progress(Progress("read", r.page.page, document.page_count, document.title))
-            await asyncio.to_thread(self.store.save_page_image, r.page.content_hash, r.jpeg)
-            old = reuse_pages.get(r.page.content_hash)
-            if old is not None and r.page.content_hash in reuse_rows:
+            await build.save_page_image(r.page.content_hash, r.jpeg)
+            if (old := reusable.get(r.page.content_hash)) is not None:
                 # Unchanged pixels: keep the earlier words (OCR included) and vectors.
-                out.append((replace(old, doc_id=document.doc_id, page=r.page.page), r.jpeg, True, r.blank))
+                out.append((replace(old[0], doc_id=document.doc_id, page=r.page.page), r.jpeg, old[1], r.blank))
                 continue
             words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr)
-            out.append((replace(r.page, words=words), r.jpeg, False, r.blank))
+            out.append((replace(r.page, words=words), r.jpeg, None, r.blank))
         return out
 
 

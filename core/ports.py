@@ -8,13 +8,12 @@ memory is SQLite (core/threads.py) or PostgreSQL (core/postgres/); core/storage.
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from typing import AsyncContextManager, Callable, Protocol, Sequence
 
 import numpy as np
 
 from .errors import IndexProblem
-from .records import Draft, Exchange, PageInput, QueryImage, Rated, ReaderPage, Resolution, Word
-from .search import fuse_scores
+from .records import Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution, Word
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -37,6 +36,73 @@ class Reader(Protocol):
 
 class ContextResolver(Protocol):
     async def resolve(self, question: str, history: Sequence[Exchange]) -> Resolution: ...
+
+
+class PageSearch(Protocol):
+    """The published pages one scope sees (its own documents and the shared ones), for one question."""
+    built_with: dict  # backend, model, dim of the index
+    documents: dict[str, Document]  # doc_id -> the visible documents
+
+    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+        """The top `k` visible pages for a query's text and vector; `lexical`: BM25 fused with the dense
+        scores (core/search.py says how), else the dense scores alone."""
+
+    async def absent_words(self, question: str) -> list[str]:
+        """The question's content words that no visible page contains (LexicalIndex.absent_words)."""
+
+    async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
+        """The hits' pages with their words and page images, for the reader."""
+
+
+class PageIndex(Protocol):
+    """Where the published pages live: snapshots on disk (core/snapshots.py) or PostgreSQL
+    (core/postgres/pages.py), chosen in core/storage.py."""
+
+    async def search(self, scope: str) -> PageSearch | None:
+        """What a scope can search now; None when nothing was ever indexed (IndexProblem when damaged)."""
+
+    async def documents(self, scope: str) -> list[Document]:
+        """What a scope can see, cheaply (for listings and chat acknowledgements)."""
+
+    async def all_documents(self) -> list[Document]:
+        """Every scope's documents, for the operator."""
+
+    async def warm_up(self) -> None:
+        """Be ready for the first question (a damaged index is logged, and reported to whoever asks)."""
+
+
+class IndexBuild(Protocol):
+    """One build, holding the build lock of the documents it writes: what is published now, and the
+    publication of a new state (documents removed and added) that readers see all at once or not at all."""
+    name: str | None  # what is published now (a snapshot name, or the database's version); None: nothing
+    built_with: dict | None
+    documents: list[Document]  # every published document, every scope
+    pages_total: int
+    damaged: bool  # the published state was damaged and is being rebuilt (embedded store)
+    recovered: list  # (Source, title, scope) of damaged documents to rebuild from their stored PDFs
+
+    async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
+        """Published pages with these pixels: their words (OCR included) and vector rows, to reuse."""
+
+    async def save_source(self, sha256: str, data: bytes) -> None: ...
+
+    async def save_page_image(self, content_hash: str, jpeg: bytes) -> None: ...
+
+    async def publish(self, built_with: dict, removed: set[str],
+                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+        """Replace the published state: without `removed` (doc_ids), with `added`. (name, pages in total)."""
+
+
+class PageStore(PageIndex, Protocol):
+    """A page index that builds are written to."""
+
+    def building(self, keys: Sequence[str], on_wait: Callable[[str], None],
+                 warnings: list[str]) -> AsyncContextManager[IndexBuild]:
+        """Wait for the build lock of these documents (`on_wait(holder)` first when another build holds
+        it), then the build; damage found on the way is reported in `warnings`."""
+
+    async def source(self, sha256: str) -> bytes | None:
+        """A stored source PDF, for re-indexing a document whose origin cannot be fetched."""
 
 
 class ThreadMemory(Protocol):
@@ -105,12 +171,13 @@ class Backend:
                    images: Sequence[QueryImage]) -> Draft:
         return await self.reader.read(question, pages, images)
 
-    def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The top `k` pages (index, score) among `allowed`, from the dense scores and the lexical index."""
-        return fuse_scores(dense, None, allowed, k)
+    # Whether pages are ranked by BM25 fused with the dense scores (else by the dense scores alone),
+    # and whether the answer reports the query words no visible page contains.
+    lexical = False
 
-    def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:
-        """What the answer should admit besides what the reader said."""
+    def limitations(self, absent_words: Sequence[str]) -> tuple[str, ...]:
+        """What the answer should admit besides what the reader said (given the query's content words no
+        visible page contains, where `lexical` is set)."""
         return ()
 
     # --- what an index records -----------------------------------------------------------------------

@@ -80,7 +80,7 @@ class Hit:
     title: str
     page: int
     score: float
-    image_path: str  # the rendered page JPEG
+    content_hash: str  # of the rendered page JPEG
 
 
 @dataclass(frozen=True)

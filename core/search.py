@@ -163,35 +163,39 @@ DENSE_GAIN = 0.5
 DENSE_TEMPERATURE = 2.0
 
 
-def standardized(scores: np.ndarray, allowed: np.ndarray, temperature: float = DENSE_TEMPERATURE) -> np.ndarray:
-    """exp((z - z_max) / T) of each allowed page's z-score: the best page is 1, a page one standard
-    deviation of the collection behind it exp(-1/T); pages not allowed are 0. Always > 0 when allowed."""
-    out = np.zeros(len(scores), dtype=np.float64)
-    ok = allowed & np.isfinite(scores)
-    if ok.sum() == 0:
-        return out
-    vals = scores[ok].astype(np.float64)
-    z = (vals - vals.mean()) / (vals.std() + 1e-9)
-    out[ok] = np.exp((z - z.max()) / temperature)
-    return out
-
-
-def max_scaled(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    out = np.where(allowed, scores, 0.0).astype(np.float64)
-    top = out.max() if len(out) else 0.0
-    return out / top if top > 0 else out
+def standardized(scores: np.ndarray, best: float, spread: float, temperature: float = DENSE_TEMPERATURE) -> np.ndarray:
+    """exp((z - z_max) / T) of each page's z-score over the visible collection, from the collection's
+    best score and standard deviation (`spread`): the best page is 1, a page one standard deviation
+    behind it exp(-1/T). Written with the best and the spread alone, so that a store which scores only
+    candidates (PostgreSQL) computes what scoring every page would."""
+    return np.exp((scores.astype(np.float64) - best) / ((spread + 1e-9) * temperature))
 
 
 def dense_weight(coverage: float) -> float:
     return DENSE_BASE + DENSE_GAIN * (1.0 - min(1.0, max(0.0, coverage)))
 
 
-def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, allowed: np.ndarray, k: int,
-                coverage: float = 0.5) -> list[tuple[int, float]]:
-    """Top k allowed pages by w * standardized dense + (1 - w) * BM25 / best BM25, w = dense_weight(coverage)."""
-    fused = standardized(dense, allowed)
+def fused(dense: np.ndarray, best: float, spread: float, lexical: np.ndarray | None = None,
+          lexical_best: float = 0.0, coverage: float = 0.5) -> np.ndarray:
+    """w * standardized dense + (1 - w) * BM25 / best BM25 of each candidate page, w = dense_weight(coverage);
+    `best` and `spread` describe the dense scores of every visible page, `lexical_best` their best BM25."""
+    out = standardized(dense, best, spread)
     if lexical is not None:
         w = dense_weight(coverage)
-        fused = w * fused + (1 - w) * max_scaled(lexical, allowed)
-    return [(i, float(fused[i])) for i in top_pages(fused, allowed, k)]
+        scaled = lexical.astype(np.float64) / lexical_best if lexical_best > 0 else np.zeros(len(lexical))
+        out = w * out + (1 - w) * scaled
+    return out
 
+
+def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, allowed: np.ndarray, k: int,
+                coverage: float = 0.5) -> list[tuple[int, float]]:
+    """The top k allowed pages by fused(), every page a candidate."""
+    ok = allowed & np.isfinite(dense)
+    if not ok.any():
+        return []
+    visible = dense[ok].astype(np.float64)
+    lexical_best = float(np.where(allowed, lexical, 0.0).max()) if lexical is not None and len(lexical) else 0.0
+    scores = np.zeros(len(dense), dtype=np.float64)
+    scores[ok] = fused(dense[ok], float(visible.max()), float(visible.std()),
+                       lexical[ok] if lexical is not None else None, lexical_best, coverage)
+    return [(i, float(scores[i])) for i in top_pages(scores, ok, k)]

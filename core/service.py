@@ -3,13 +3,14 @@
 core/conversation.py."""
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 
 from .answering import Answerer
 from .backends import make_backend
 from .config import Settings
 from .indexing import Indexer, ProgressFn
-from .ports import Backend
+from .ports import Backend, PageStore
 from .records import SHARED_SCOPE, Answer, Document, IndexReport, Turn
 from .search import LexicalIndex
 from .snapshots import IndexView
@@ -23,8 +24,9 @@ class Service:
         self.store = IndexStore(settings.index_dir)
         self._backend = backend
         self.view = IndexView(self.store)
-        self.indexer = Indexer(settings, self.store, self.view, lambda: self.backend)
-        self.answerer = Answerer(settings, self.store, self.view, lambda: self.backend)
+        self.pages: PageStore = self.view
+        self.indexer = Indexer(settings, self.pages, lambda: self.backend)
+        self.answerer = Answerer(settings, self.pages, lambda: self.backend)
 
     @property
     def backend(self) -> Backend:
@@ -52,16 +54,19 @@ class Service:
     async def remove(self, scope: str, document: str) -> Document:
         return await self.indexer.remove(scope, document)
 
-    async def repair(self):
-        return await self.indexer.repair()
+    async def repair(self) -> tuple[str | None, list]:
+        """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
+        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
+        async with self.indexer.build_lock:
+            with await asyncio.to_thread(self.store.lock):
+                return await asyncio.to_thread(self.store.repair)
 
-    def documents(self, scope: str) -> list[Document]:
-        return self.view.documents(scope)
+    async def documents(self, scope: str) -> list[Document]:
+        return await self.pages.documents(scope)
 
-    def all_documents(self) -> list[Document]:
-        """Every scope's documents, for the operator (exports, status)."""
-        catalog = self.store.catalog()
-        return list(catalog.documents) if catalog else []
+    async def all_documents(self) -> list[Document]:
+        """Every scope's documents, for the operator (exports, evaluation)."""
+        return await self.pages.all_documents()
 
     def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
         return self.view.snapshot()

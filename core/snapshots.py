@@ -1,13 +1,17 @@
-"""The active snapshot, opened once (verified, with its BM25 index) and shared by answering and indexing."""
+"""The embedded page index (the PageIndex port): the active snapshot, opened once with its BM25 index
+and shared by answering and indexing; each question searches it through an EmbeddedSearch."""
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
+
+import numpy as np
 
 from .errors import IndexProblem
-from .records import SHARED_SCOPE, Document
-from .search import LexicalIndex, lexical_index
+from .records import SHARED_SCOPE, Document, Hit, ReaderPage
+from .search import LexicalIndex, dense_page_scores, fuse_scores, lexical_index
+from .snapshot_builds import embedded_build
 from .snapshot_format import Snapshot
 from .store import IndexStore
 
@@ -62,6 +66,20 @@ class IndexView:
         async with self._load_lock:
             return await asyncio.to_thread(self.snapshot)
 
+    async def search(self, scope: str) -> "EmbeddedSearch | None":
+        loaded = await self.load()
+        if loaded is None:
+            return None
+        snap, lexical = loaded
+        return EmbeddedSearch(self.store, snap, lexical, {d.doc_id: d for d in visible(snap.documents, scope)})
+
+    def building(self, keys: Sequence[str], on_wait: Callable[[str], None], warnings: list[str]):
+        return embedded_build(self.store, self.active_snapshot, on_wait, warnings)
+
+    async def source(self, sha256: str) -> bytes | None:
+        path = self.store.source_path(sha256)
+        return await asyncio.to_thread(path.read_bytes) if path.is_file() else None
+
     async def warm_up(self) -> None:
         """Open the index before the first question; a damaged one is logged here and reported to whoever
         asks (so that a bot still starts and can re-index it)."""
@@ -70,7 +88,14 @@ class IndexView:
         except IndexProblem as exc:
             log.warning("the index cannot be opened: %s", exc)
 
-    def documents(self, scope: str) -> list[Document]:
+    async def documents(self, scope: str) -> list[Document]:
+        return self.visible_documents(scope)
+
+    async def all_documents(self) -> list[Document]:
+        catalog = self.store.catalog()
+        return list(catalog.documents) if catalog else []
+
+    def visible_documents(self, scope: str) -> list[Document]:
         """What a scope can see: its own documents and the shared collection (from the manifest: cheap
         enough for a chat command's acknowledgement)."""
         current = self.current()
@@ -82,3 +107,36 @@ class IndexView:
 
 def visible(documents: Sequence[Document], scope: str) -> list[Document]:
     return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]
+
+
+class EmbeddedSearch:
+    """One question's search over the snapshot: every visible page is scored (vectors in memory)."""
+
+    def __init__(self, store: IndexStore, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document]):
+        self.store, self.snap, self.lexical, self.documents = store, snap, lexical, documents
+        self.built_with = snap.built_with
+        self.allowed = np.isin(snap.page_docs, list(documents))
+
+    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+        # CPU work that grows with the index: off the loop.
+        return await asyncio.to_thread(self._rank, text, vector, k, lexical)
+
+    def _rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+        snap = self.snap
+        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), vector)
+        if lexical:
+            ranked = fuse_scores(dense, self.lexical.scores(text), self.allowed, k,
+                                 self.lexical.coverage(text, self.allowed))
+        else:
+            ranked = fuse_scores(dense, None, self.allowed, k)
+        return [Hit(snap.pages[i].doc_id, self.documents[snap.pages[i].doc_id].title, snap.pages[i].page,
+                    round(score, 6), snap.pages[i].content_hash) for i, score in ranked]
+
+    async def absent_words(self, question: str) -> list[str]:
+        return await asyncio.to_thread(self.lexical.absent_words, question, self.allowed)
+
+    async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
+        def read() -> list[ReaderPage]:
+            return [ReaderPage(h, self.snap.page(self.snap.index_of[(h.doc_id, h.page)]),
+                               self.store.page_image_path(h.content_hash).read_bytes()) for h in hits]
+        return await asyncio.to_thread(read)

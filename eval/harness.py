@@ -57,8 +57,7 @@ def corpus_pdfs(corpus: Path) -> list[Path]:
 
 async def ensure_index(service, pdfs: Sequence[Path], progress=None) -> dict:
     """Index the corpus folder, reusing whatever the index already holds (unchanged pages are reused)."""
-    loaded = service.snapshot()
-    have = {(d.file_name, d.sha256) for d in loaded[0].documents} if loaded else set()
+    have = {(d.file_name, d.sha256) for d in await service.all_documents()}
     todo = [p for p in pdfs if (p.name, hashlib.sha256(p.read_bytes()).hexdigest()) not in have]
     if not todo:
         return {"indexed": 0, "pages_embedded": 0, "pages_reused": 0}
@@ -79,8 +78,7 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
     started = time.perf_counter()
     build = await ensure_index(service, pdfs)
     build["seconds"] = round(time.perf_counter() - started, 2)
-    snap = service.snapshot()[0]
-    file_of = {d.doc_id: d.file_name for d in snap.documents}
+    file_of = {d.doc_id: d.file_name for d in await service.all_documents()}
     baseline = TextLayerBaseline(pdfs)
     by_id = {q.id: q for q in questions}
     answers: dict[str, Answer | None] = {}

@@ -77,11 +77,11 @@ async def test_missing_file_and_duplicates_are_reported(indexed, tmp_path):
     other = text_pdf(tmp_path / "other.pdf", ["Coil voltage 24 V DC."])
     report = await indexed.index([str(other), str(other)])
     assert [d.file_name for d in report.documents] == ["other.pdf"] and not report.skipped  # indexed once
-    assert sorted(d.file_name for d in indexed.documents("shared")) == ["good.pdf", "other.pdf"]
+    assert sorted(d.file_name for d in await indexed.documents("shared")) == ["good.pdf", "other.pdf"]
     (tmp_path / "elsewhere").mkdir()
     namesake = text_pdf(tmp_path / "elsewhere" / "good.pdf", ["A different product that is also called good.pdf."])
     await indexed.index([str(namesake)])  # same file name, different place: both are kept
-    assert sorted(d.file_name for d in indexed.documents("shared")) == ["good.pdf", "good.pdf", "other.pdf"]
+    assert sorted(d.file_name for d in await indexed.documents("shared")) == ["good.pdf", "good.pdf", "other.pdf"]
 
 
 async def test_a_good_pdf_among_bad_ones_is_indexed_and_the_bad_ones_named(indexed, tmp_path):

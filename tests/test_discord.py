@@ -216,7 +216,7 @@ class FakeService:
         self.removed.append((scope, document))
         return Document("a" * 16, document, f"{document}.pdf", "a" * 64, 1, scope)
 
-    def documents(self, scope):
+    async def documents(self, scope):
         return [Document("a" * 16, "Shared brochure", "brochure.pdf", "a" * 64, 2, SHARED_SCOPE)]
 
 
@@ -761,7 +761,7 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
     rm = make_interaction(guild_b, manage=True)
     await h.remove(rm, "X200 Dishwasher Manual")
     assert "No document called" in all_text(rm.followup.send)
-    assert any(d.title == "X200 Dishwasher Manual" for d in service.documents(f"discord:{GUILD_A}"))
+    assert any(d.title == "X200 Dishwasher Manual" for d in await service.documents(f"discord:{GUILD_A}"))
 
 
 async def test_slash_index_and_ask_end_to_end(settings, store):
@@ -787,7 +787,7 @@ async def test_slash_index_and_ask_end_to_end(settings, store):
     rm = make_interaction(guild, manage=True)
     await h.remove(rm, "x200.pdf")
     assert "Removed **X200 Dishwasher Manual**" in all_text(rm.followup.send)
-    assert service.documents(f"discord:{GUILD_A}") == []
+    assert (await service.documents(f"discord:{GUILD_A}")) == []
 
 
 async def test_progress_message_is_closed_when_done():

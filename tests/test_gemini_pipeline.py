@@ -87,7 +87,7 @@ async def test_a_changed_page_is_the_only_one_embedded_again(fake, tmp_path):
     fake.embed_sizes.clear()
     report = await service.reindex("shared", "manual.pdf")
     assert report.pages_embedded == 1 and report.pages_reused == 4 and fake.embed_sizes == [1]
-    assert len(service.documents("shared")) == 1  # the new version replaced the old one
+    assert len((await service.documents("shared"))) == 1  # the new version replaced the old one
 
 
 async def test_persistent_failure_leaves_the_previous_snapshot_active(fake, brochure, tmp_path):
@@ -99,7 +99,7 @@ async def test_persistent_failure_leaves_the_previous_snapshot_active(fake, broc
         await service.index([str(text_pdf(tmp_path / "new.pdf", ["new document"]))])
     fake.fail_always = None
     assert service.store.active_name() == active
-    assert [d.file_name for d in service.documents("shared")] == ["hf300-brochure.pdf"]
+    assert [d.file_name for d in await service.documents("shared")] == ["hf300-brochure.pdf"]
 
 
 async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, brochure):
@@ -125,7 +125,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         store = IndexStore(settings.index_dir)
         assert store.active_name() == active
         service = Service(settings)
-        assert [d.file_name for d in service.documents("shared")] == ["hf300-brochure.pdf"]
+        assert [d.file_name for d in await service.documents("shared")] == ["hf300-brochure.pdf"]
         answer = await service.answer(Turn("technical specifications: rated power, supply voltage"), retrieve_only=True)
         assert answer.hits[0].page == 2
         fake.latency = 0

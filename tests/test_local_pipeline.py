@@ -115,21 +115,21 @@ async def test_tenants_see_only_their_documents_and_the_shared_ones(service, tmp
     other = await service.answer(Turn("flux capacitor rating", scope="slack:T2"))
     assert all(h.title != "t1-secret.pdf" for h in other.hits)
     assert "1.21" not in quotes(other) + other.markdown
-    assert [d.file_name for d in service.documents("slack:T2")] == ["hf300-brochure.pdf"]
+    assert [d.file_name for d in await service.documents("slack:T2")] == ["hf300-brochure.pdf"]
     with pytest.raises(BadInput, match="only the operator"):
         await service.remove("slack:T1", "hf300-brochure.pdf")
     await service.remove("slack:T1", "t1-secret.pdf")
-    assert [d.file_name for d in service.documents("slack:T1")] == ["hf300-brochure.pdf"]
+    assert [d.file_name for d in await service.documents("slack:T1")] == ["hf300-brochure.pdf"]
 
 
 async def test_the_same_pdf_in_two_workspaces_is_two_documents_sharing_vectors(service, brochure, tmp_path):
     report = await service.index([str(brochure)], scope="slack:T9")
     assert report.pages_embedded == 0 and report.pages_reused == 4  # the shared copy's pages are reused
-    mine = [d for d in service.documents("slack:T9") if d.scope == "slack:T9"][0]
-    shared = [d for d in service.documents("slack:T9") if d.scope == "shared"][0]
+    mine = [d for d in await service.documents("slack:T9") if d.scope == "slack:T9"][0]
+    shared = [d for d in await service.documents("slack:T9") if d.scope == "shared"][0]
     assert mine.doc_id != shared.doc_id and mine.sha256 == shared.sha256
     assert service.store.open() is not None  # the index still passes its checks
-    assert [d.scope for d in service.documents("slack:T8")] == ["shared"]
+    assert [d.scope for d in await service.documents("slack:T8")] == ["shared"]
     await service.remove("slack:T9", mine.doc_id)
     answer = await service.answer(Turn("mounting hole spacing", scope="slack:T9"), retrieve_only=True)
     assert answer.hits[0].doc_id == shared.doc_id

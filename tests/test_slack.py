@@ -598,8 +598,8 @@ async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     final = updates[-1].params["text"]
     assert "Indexed" in final and "q9-manual.pdf" in final and "1 page." in final
     assert all(u.params["ts"] == fake.messages[CHANNEL][0]["ts"] for u in updates)
-    assert [d.title for d in slack.service.real.documents("slack:T1") if d.title == "q9-manual.pdf"]
-    assert not [d for d in slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
+    assert [d.title for d in await slack.service.real.documents("slack:T1") if d.title == "q9-manual.pdf"]
+    assert not [d for d in await slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
 
 
 async def test_index_outside_the_bots_channels_reports_through_the_response_url(slack: Harness):
@@ -627,7 +627,7 @@ async def test_index_users_setting_allows_a_listed_user(make_harness, fake, tmp_
     url = fake.add_public_file("pump.pdf", PUMP_PDF)
     await harness.command(f"index {url}", user="UPLAIN")
     await harness.bot.drain()
-    assert [d.title for d in harness.service.real.documents("slack:T1")] == ["pump.pdf"]
+    assert [d.title for d in await harness.service.real.documents("slack:T1")] == ["pump.pdf"]
 
 
 async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
@@ -636,7 +636,7 @@ async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
                                   "files": [pdf]})
     await slack.bot.drain()
     assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
-    assert "q9.pdf" in [d.title for d in slack.service.real.documents("slack:T1")]
+    assert "q9.pdf" in [d.title for d in await slack.service.real.documents("slack:T1")]
 
 
 async def test_second_index_of_the_same_document_is_refused_politely(slack: Harness):
@@ -665,7 +665,7 @@ async def test_remove_and_status(slack: Harness):
     await slack.command("remove x200-datasheet.pdf")
     await slack.bot.drain()
     assert "Removed x200-datasheet.pdf" in slack.fake.calls_to("response_url")[-1].params["text"]
-    assert not slack.service.real.documents("slack:T1")
+    assert not (await slack.service.real.documents("slack:T1"))
 
 
 # ----- rendering (no network) -----------------------------------------------------------------------

@@ -76,7 +76,7 @@ async def test_a_served_snapshot_reads_a_pages_words_when_needed(indexed, writte
 
 async def test_serving_does_not_hash_the_sources_but_status_does(indexed):
     service = Service(indexed)
-    source = service.store.source_path(service.documents("shared")[0].sha256)
+    source = service.store.source_path((await service.documents("shared"))[0].sha256)
     source.write_bytes(source.read_bytes() + b"tampered")
     answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
     assert answer.hits[0].page == 2  # answering never reads the PDFs: the bot keeps serving

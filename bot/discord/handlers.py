@@ -167,7 +167,7 @@ class DiscordHandlers:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             scope = scope_for(interaction.guild_id)
-            await replier.send_all(render_documents(self.service.documents(scope), scope))
+            await replier.send_all(render_documents(await self.service.documents(scope), scope))
 
     async def remove(self, interaction: discord.Interaction, document: str) -> None:
         if not await self._may_manage(interaction):
@@ -182,7 +182,7 @@ class DiscordHandlers:
         """Autocomplete for /remove and /reindex: this server's own documents."""
         scope = scope_for(interaction.guild_id)
         try:
-            docs = [d for d in self.service.documents(scope) if d.scope == scope]
+            docs = [d for d in await self.service.documents(scope) if d.scope == scope]
         except Exception:
             log.warning("document autocomplete failed", exc_info=True)
             return []

@@ -34,7 +34,7 @@ class SlashCommand:
         sub, arg = sub.lower(), arg.strip()
         scope = f"slack:{command.get('team_id') or context.team_id or ''}"
         if sub == "list":
-            await ack(text=render.documents_text(self.service.documents(scope), scope))
+            await ack(text=render.documents_text(await self.service.documents(scope), scope))
         elif sub == "status":
             await ack(text=render.status_text(self.service.status()))
         elif sub in JOBS and (arg or sub == "reindex"):

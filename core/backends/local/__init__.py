@@ -9,7 +9,6 @@ import numpy as np
 from ...config import Settings
 from ...ports import Backend
 from ...records import Draft, QueryImage, ReaderPage, Word
-from ...search import fuse_scores
 from .context import HeuristicResolver
 from .embedder import LocalEmbedder
 from .ocr import Ocr
@@ -48,12 +47,11 @@ class LocalBackend(Backend):
                    images: Sequence[QueryImage]) -> Draft:
         return await self.reader.read(query_text, pages, images)  # it cannot see the screenshots either
 
-    def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
-        return fuse_scores(dense, lexical.scores(query_text), allowed, k, lexical.coverage(query_text, allowed))
+    lexical = True
 
-    def limitations(self, lexical, question: str, allowed: np.ndarray) -> tuple[str, ...]:
+    def limitations(self, absent_words: Sequence[str]) -> tuple[str, ...]:
         # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
-        if absent := lexical.absent_words(question, allowed):
+        if absent := absent_words:
             return ("None of the documents here contain " + ", ".join(f"“{w}”" for w in absent)
                     + ": they may not state this, or may word it differently.",)
         return ()

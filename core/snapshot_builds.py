@@ -1,0 +1,84 @@
+"""A build over the embedded store (IndexBuild in core/ports.py): it starts from the active snapshot,
+or from what recovery finds when that is damaged; reuses unchanged pages from it; and writes and
+publishes a whole new snapshot, under the index folder's file lock."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import IndexProblem
+from .records import Document, Page
+from .recovery import recover
+from .snapshot_format import Snapshot
+from .store import IndexStore
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedBuild:
+    def __init__(self, store: IndexStore, previous: Snapshot | None, damaged: bool, recovered: list):
+        self.store, self.previous = store, previous
+        self.damaged, self.recovered = damaged, recovered
+        self.name = previous.name if previous else None
+        self.built_with = previous.built_with if previous else None
+        self.documents = list(previous.documents) if previous else []
+        self.pages_total = len(previous.pages) if previous else 0
+
+    @functools.cached_property
+    def _rows(self) -> dict[str, np.ndarray]:
+        return self.previous.page_rows() if self.previous else {}
+
+    @functools.cached_property
+    def _pages(self) -> dict[str, Page]:
+        return {p.content_hash: p for p in self.previous.pages} if self.previous else {}
+
+    async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
+        return {h: (self._pages[h], self._rows[h]) for h in content_hashes if h in self._pages and h in self._rows}
+
+    async def save_source(self, sha256: str, data: bytes) -> None:
+        await asyncio.to_thread(self.store.save_source, sha256, data)
+
+    async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
+        await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)
+
+    async def publish(self, built_with: dict, removed: set[str],
+                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+        documents, pages, vectors = [], [], []
+        if self.previous:
+            rows = self._rows
+            documents = [d for d in self.previous.documents if d.doc_id not in removed]
+            kept = {d.doc_id for d in documents}
+            by_doc: dict[str, list[Page]] = {}
+            for page in self.previous.pages:
+                if page.doc_id in kept:
+                    by_doc.setdefault(page.doc_id, []).append(page)
+            for doc in documents:  # in document order, as the snapshot lists them
+                for page in by_doc.get(doc.doc_id, []):
+                    pages.append(page)
+                    vectors.append(rows[page.content_hash])
+        for document, doc_pages, doc_vectors in added:
+            documents.append(document)
+            pages.extend(doc_pages)
+            vectors.extend(doc_vectors)
+        name = await asyncio.to_thread(self.store.write_snapshot, built_with, documents, pages, vectors)
+        await asyncio.to_thread(self.store.publish, name)
+        return name, len(pages)
+
+
+@contextlib.asynccontextmanager
+async def embedded_build(store: IndexStore, active_snapshot: Callable[[], Snapshot | None],
+                         on_wait: Callable[[str], None], warnings: list[str]):
+    """The folder's build lock held (one build at a time per index folder), then the build."""
+    with await asyncio.to_thread(store.lock, on_wait):
+        try:
+            previous, damaged, recovered = await asyncio.to_thread(active_snapshot), False, []
+        except IndexProblem as exc:  # a damaged index must not block a build, nor lose what it held
+            log.warning("building over a damaged index: %s", exc)
+            previous, recovered = await asyncio.to_thread(recover, store, exc, warnings)
+            damaged = True
+        yield EmbeddedBuild(store, previous, damaged, recovered)
