@@ -63,11 +63,11 @@ async def cmd_ask(args) -> int:
 
 async def cmd_status(args) -> int:
     service = Service(_settings(args))
-    snapshot = service.verify()  # every check, source PDFs hashed: status is also the index's health check
-    status = service.status()
+    documents = await service.verify()  # every check, source PDFs hashed: status is also the index's health check
+    status = await service.status()
     status["documents_list"] = [
         {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}
-        for d in (snapshot.documents if snapshot else [])
+        for d in documents
     ]
     print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else
           "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")

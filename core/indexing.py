@@ -85,7 +85,7 @@ class Indexer:
         if doc.scope != scope:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
         async with self.build_lock:
-            async with self.pages.building([doc.doc_id], lambda holder: None, []) as build:
+            async with self.pages.building([build_key(doc.scope, doc.source)], lambda holder: None, []) as build:
                 await build.publish(build.built_with, {doc.doc_id}, [])
         await self.pages.warm_up()
         return doc
@@ -111,9 +111,9 @@ class Indexer:
         try:
             progress = progress or (lambda p: None)
             warnings: list[str] = []
-            ids = sorted({source.doc_id(scope) for source, _ in loaded})
+            locks = sorted({build_key(scope, source.origin) for source, _ in loaded})
             async with self.build_lock:
-                async with self.pages.building(ids, lambda holder: progress(Progress("wait", 0, 1, holder)),
+                async with self.pages.building(locks, lambda holder: progress(Progress("wait", 0, 1, holder)),
                                                warnings) as build:
                     return await self._build_locked(build, loaded, scope, progress, refused, warnings, refresh)
         finally:
@@ -242,6 +242,11 @@ class Indexer:
             words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr)
             out.append((replace(r.page, words=words), r.jpeg, None, r.blank))
         return out
+
+
+def build_key(scope: str, origin: str) -> str:
+    """What two builds of one document share, whatever its content: where it came from, in its scope."""
+    return f"{scope}\n{origin}"
 
 
 def _at(items: Sequence, i: int):

@@ -13,6 +13,7 @@ import bisect
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class LexicalIndex:
         lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
-            counts = Counter(stem(t) for t in content_tokens(text))
+            counts = page_terms(text)
             lengths.append(sum(counts.values()))
             for term, tf in counts.items():
                 lists.setdefault(term, []).append((i, tf))
@@ -75,21 +76,14 @@ class LexicalIndex:
         return self._pages[start:end], self._tf[start:end]
 
     def absent_words(self, query: str, allowed: np.ndarray) -> list[str]:
-        """Content words of the query (4+ letters) that no allowed page contains, even inflected
-        ("weigh" is present where "weight" is) or abbreviated ("power supply" where "PSU" is). Only
-        allowed pages count: other tenants' words must not show through."""
-        words = tokens(query)
-        abbreviated = {w for start, end, abbreviation in abbreviation_spans(words)
-                       if self._present(abbreviation, allowed) for w in words[start:end]}
-        return [word for word in dict.fromkeys(content_tokens(query))
-                if len(word) >= 4 and not word[0].isdigit() and word not in abbreviated
-                and not self._present(word, allowed)]
+        """absent_words() over the allowed pages."""
+        return absent_words(query, lambda word: self._present(word, allowed))
 
     def _present(self, word: str, allowed: np.ndarray) -> bool:
-        if len(word) < 4:  # an abbreviation: whole
-            found = self.postings(word)
+        exact, root = presence_probe(word)
+        if exact:
+            found = self.postings(root)
             return found is not None and bool(allowed[found[0]].any())
-        root = stem(word)[:max(4, len(stem(word)) - 2)]
         at = bisect.bisect_left(self.keys, root)
         while at < len(self.keys) and self.keys[at].startswith(root):
             if allowed[self.postings(self.keys[at])[0]].any():
@@ -99,16 +93,14 @@ class LexicalIndex:
 
     def idf(self, term: str) -> float:
         row = self._row.get(term)
-        df = int(self._offsets[row + 1] - self._offsets[row]) if row is not None else 0
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+        return idf(self.n, int(self._offsets[row + 1] - self._offsets[row]) if row is not None else 0)
 
     def coverage(self, query: str, allowed: np.ndarray | None = None) -> float:
         """The idf-weighted share of the query's terms found together on the best-covered (allowed) page.
 
         Near 1: the pages speak the query's words and BM25 is reliable. Near 0: they do not (another
         language, paraphrase), and ranking should lean on the dense model."""
-        terms = {stem(t) for t in content_tokens(query)}
-        weights = {t: self.idf(t) for t in terms}
+        weights = {t: self.idf(t) for t in query_terms(query)}
         total = sum(weights.values())
         if not total or not self.n:
             return 0.0
@@ -122,7 +114,7 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
-        for term in set(stem(t) for t in content_tokens(query)):
+        for term in query_terms(query):
             if (found := self.postings(term)) is None:
                 continue
             idf = self.idf(term)
@@ -130,6 +122,48 @@ class LexicalIndex:
             norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[pages] / max(self.avg, 1e-6))
             out[pages] += idf * tf * (self.k1 + 1) / norm
         return out
+
+
+# --- what every lexical store shares (this one in memory, PostgreSQL's in tables) ---------------------
+def page_terms(text: str) -> Counter:
+    """A page text's terms (crude stems of its content words) and how often each occurs."""
+    return Counter(stem(t) for t in content_tokens(text))
+
+
+def query_terms(query: str) -> set[str]:
+    return {stem(t) for t in content_tokens(query)}
+
+
+def idf(n_pages: int, df: int) -> float:
+    return math.log(1 + (n_pages - df + 0.5) / (df + 0.5))
+
+
+def presence_probe(word: str) -> tuple[bool, str]:
+    """How absent_words() looks a word up: (True, term) for an abbreviation, which must be a term
+    whole; else (False, prefix), any term starting with the prefix (the word's stem less its last two
+    letters, at least four) counting as the word, inflected."""
+    if len(word) < 4:
+        return True, word
+    root = stem(word)
+    return False, root[:max(4, len(root) - 2)]
+
+
+def absent_words(query: str, present: Callable[[str], bool]) -> list[str]:
+    """Content words of the query (4+ letters) that no visible page contains (`present` says whether
+    one does), even inflected ("weigh" is present where "weight" is) or abbreviated ("power supply"
+    where "PSU" is). Only visible pages may count: other tenants' words must not show through."""
+    words = tokens(query)
+    abbreviated = {w for start, end, abbreviation in abbreviation_spans(words)
+                   if present(abbreviation) for w in words[start:end]}
+    return [word for word in dict.fromkeys(content_tokens(query))
+            if len(word) >= 4 and not word[0].isdigit() and word not in abbreviated and not present(word)]
+
+
+def probed_words(query: str) -> set[str]:
+    """Every word absent_words() asks `present` about, so that a store can look them up at once."""
+    words = tokens(query)
+    return ({abbreviation for _, _, abbreviation in abbreviation_spans(words)}
+            | {w for w in content_tokens(query) if len(w) >= 4 and not w[0].isdigit()})
 
 
 def lexical_index(documents, pages) -> LexicalIndex:

@@ -10,21 +10,23 @@ from .answering import Answerer
 from .backends import make_backend
 from .config import Settings
 from .indexing import Indexer, ProgressFn
+from .errors import BadInput
 from .ports import Backend, PageStore
 from .records import SHARED_SCOPE, Answer, Document, IndexReport, Turn
 from .search import LexicalIndex
 from .snapshots import IndexView
 from .snapshot_format import Snapshot
-from .store import IndexStore
+from .storage import page_store
 
 
 class Service:
     def __init__(self, settings: Settings, backend: Backend | None = None):
         self.settings = settings
-        self.store = IndexStore(settings.index_dir)
         self._backend = backend
-        self.view = IndexView(self.store)
-        self.pages: PageStore = self.view
+        self.pages: PageStore = page_store(settings)
+        # The embedded store's own operations (repair, the full check); None over a database.
+        self.view = self.pages if isinstance(self.pages, IndexView) else None
+        self.store = self.view.store if self.view else None
         self.indexer = Indexer(settings, self.pages, lambda: self.backend)
         self.answerer = Answerer(settings, self.pages, lambda: self.backend)
 
@@ -57,6 +59,8 @@ class Service:
     async def repair(self) -> tuple[str | None, list]:
         """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
         <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
+        if self.store is None:
+            raise BadInput("repair is for an index folder; a database index is never left half-published.")
         async with self.indexer.build_lock:
             with await asyncio.to_thread(self.store.lock):
                 return await asyncio.to_thread(self.store.repair)
@@ -71,20 +75,25 @@ class Service:
     def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
         return self.view.snapshot()
 
-    def verify(self) -> Snapshot | None:
-        """The active snapshot opened with every check, its source PDFs hashed (IndexProblem when damaged)."""
-        return self.store.open()
-
-    async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
-        return await self.view.load()
+    async def verify(self) -> list[Document]:
+        """Every document, the index checked: the embedded snapshot opened with every check and its source
+        PDFs hashed (IndexProblem when damaged)."""
+        if self.store is None:
+            return await self.pages.all_documents()
+        snapshot = await asyncio.to_thread(self.store.open)
+        return snapshot.documents if snapshot else []
 
     async def warm_up(self) -> None:
-        await self.view.warm_up()
+        await self.pages.warm_up()
 
     def indexing_now(self) -> list[str]:
         return self.indexer.indexing_now()
 
-    def status(self) -> dict:
+    async def status(self) -> dict:
+        if self.store is None:
+            database = await self.pages.status()
+            return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "backend": self.settings.backend, **database,
+                    "documents": len(await self.pages.all_documents()), "indexing_now": self.indexing_now()}
         catalog = self.store.catalog()
         return {
             "index_dir": str(self.settings.index_dir),

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import Settings
-from .ports import ThreadMemory
+from .ports import PageStore, ThreadMemory
+from .snapshots import IndexView
+from .store import IndexStore
 from .threads import ThreadStore
 
 
@@ -17,3 +19,12 @@ def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:
         # The lease outlasts the longest an answer may take, so a live replica's work is never redone.
         return PostgresThreadStore(settings.database_url, lease_s=settings.answer_timeout_s + 60)
     return ThreadStore(sqlite_path)
+
+
+def page_store(settings: Settings) -> PageStore:
+    """The page index: snapshots under index_dir, or tables in the shared database."""
+    if settings.database_url:
+        from .postgres.pages import PostgresPages
+
+        return PostgresPages(settings.database_url)
+    return IndexView(IndexStore(settings.index_dir))

@@ -81,4 +81,4 @@ async def test_serving_does_not_hash_the_sources_but_status_does(indexed):
     answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
     assert answer.hits[0].page == 2  # answering never reads the PDFs: the bot keeps serving
     with pytest.raises(IndexProblem, match="does not match its recorded hash"):
-        Service(indexed).verify()  # what `pixelrag status` and every build check
+        await Service(indexed).verify()  # what `pixelrag status` and every build check

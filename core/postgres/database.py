@@ -31,6 +31,38 @@ MIGRATIONS = (
         rating TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (turn_id, "user")
     );
     """,
+    # The page index (core/postgres/pages.py). Its vectors table is created by the first build, which
+    # knows the dimension; nothing here is indexed by scope, so that the planner keeps to HNSW.
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE pixelrag_index (
+        single BOOLEAN PRIMARY KEY DEFAULT true CHECK (single), built_with JSONB NOT NULL,
+        version BIGINT NOT NULL DEFAULT 0, pages BIGINT NOT NULL DEFAULT 0,
+        lexical_length DOUBLE PRECISION NOT NULL DEFAULT 0
+    );
+    CREATE TABLE pixelrag_documents (
+        doc_id TEXT PRIMARY KEY, scope TEXT NOT NULL, record JSONB NOT NULL, position BIGSERIAL
+    );
+    CREATE TABLE pixelrag_pages (
+        id BIGINT PRIMARY KEY, doc_id TEXT NOT NULL, page INTEGER NOT NULL, content_hash TEXT NOT NULL,
+        width_pt REAL NOT NULL, height_pt REAL NOT NULL, words JSONB NOT NULL, scope TEXT NOT NULL,
+        lexical_length REAL NOT NULL, UNIQUE (doc_id, page)
+    );
+    CREATE SEQUENCE pixelrag_pages_id_seq OWNED BY pixelrag_pages.id;
+    CREATE INDEX pixelrag_pages_hash ON pixelrag_pages (content_hash);
+    CREATE TABLE pixelrag_terms (
+        term TEXT COLLATE "C" NOT NULL, page_id BIGINT NOT NULL, doc_id TEXT NOT NULL, scope TEXT NOT NULL,
+        tf REAL NOT NULL, lexical_length REAL NOT NULL
+    );
+    CREATE INDEX pixelrag_terms_term ON pixelrag_terms (term);
+    CREATE INDEX pixelrag_terms_doc ON pixelrag_terms (doc_id);
+    CREATE TABLE pixelrag_images (
+        content_hash TEXT PRIMARY KEY, jpeg BYTEA NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE TABLE pixelrag_sources (
+        sha256 TEXT PRIMARY KEY, pdf BYTEA NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    """,
 )
 
 

