@@ -41,6 +41,20 @@ async def cmd_remove(args) -> int:
     return 0
 
 
+async def cmd_migrate(args) -> int:
+    from core import migrate_index, migrate_threads
+
+    from .thread_files import sqlite_thread_files
+
+    settings = _settings(args)
+    report = await migrate_index(settings, args.to)
+    print_report(report, args.json)
+    files = sqlite_thread_files(settings)
+    turns = await migrate_threads(files, args.to)
+    print(f"thread memory: {turns} turns copied from {len(files)} file(s)", file=sys.stderr if args.json else sys.stdout)
+    return exit_code(report)
+
+
 async def cmd_repair(args) -> int:
     name, moved = await Service(_settings(args)).repair()
     print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
@@ -155,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repair", help="make the newest intact snapshot active after damage; keep stray PDFs")
     common(p)
     p.set_defaults(run=cmd_repair)
+
+    p = sub.add_parser("migrate", help="copy the index folder into a PostgreSQL database, nothing embedded again")
+    p.add_argument("--to", required=True, metavar="postgresql://…", help="the database (as PIXELRAG_DATABASE_URL)")
+    common(p)
+    p.set_defaults(run=cmd_migrate)
 
     p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
     p.add_argument("question", nargs="?", default="")

@@ -13,16 +13,14 @@ from pathlib import Path
 
 from core import Rated, Service, Settings, ThreadMemory, thread_memory
 
+from .thread_files import sqlite_thread_files
+
 
 def thread_memories(settings: Settings) -> list[ThreadMemory]:
     """Where ratings are stored: the shared database, or each adapter's SQLite file that exists."""
-    from .discord.settings import threads_db
-    from .slack.settings import SlackSettings
-
     if settings.database_url:
         return [thread_memory(settings, Path())]  # one database holds every bot's memory
-    files = [SlackSettings.parse(settings).threads_db, threads_db(settings)]
-    return [thread_memory(settings, f) for f in files if f.is_file()]
+    return [thread_memory(settings, f) for f in sqlite_thread_files(settings)]
 
 
 async def export(settings: Settings, rating: str) -> list[dict]:

@@ -11,6 +11,7 @@ from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, fa
 from .query_images import attachment_kind, validate_query_image
 from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
                       Progress, QueryImage, Rated, Turn, own_and_shared)
+from .migration import migrate_index, migrate_threads
 from .ports import ThreadMemory
 from .service import Service
 from .storage import thread_memory
@@ -24,6 +25,6 @@ __all__ = [
     "attachment_kind", "validate_query_image",
     "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",
     "Progress", "QueryImage", "Rated", "Turn", "own_and_shared",
-    "Service", "ThreadMemory", "thread_memory",
+    "Service", "ThreadMemory", "thread_memory", "migrate_index", "migrate_threads",
     "ThreadKey", "ThreadStore",
 ]

@@ -168,3 +168,45 @@ async def test_repair_is_refused_for_a_database_index(database_url, tmp_path):
 async def _close(service: Service) -> None:
     if hasattr(service.pages, "close"):
         await service.pages.close()
+
+
+async def test_migrate_copies_an_index_and_thread_memory_without_embedding(brochure_index, database_url, tmp_path,
+                                                                             monkeypatch):
+    from core import Exchange, ThreadStore, migrate_index, migrate_threads
+    from core.postgres.threads import PostgresThreadStore
+
+    folder = Service(Settings(index_dir=brochure_index, backend="local"))
+    threads_file = tmp_path / "slack-threads.sqlite"
+    memory = await ThreadStore(threads_file).open()
+    key = ("slack", "T1", "C1", "1700000000.000100")
+    turn = await memory.add(key, Exchange(QUESTIONS[0], "It is 148 mm.", QUESTIONS[0], (("d", 2),)))
+    assert await memory.rate(turn, "U1", "bad")
+    await memory.close()
+
+    async def never(pages, done):
+        raise AssertionError("migrate must not embed")
+
+    for _ in range(2):  # a second run changes nothing
+        report = await migrate_index(Settings(index_dir=brochure_index, backend="local"), database_url)
+        assert report.pages_embedded == 0 and report.pages_total == report.pages_reused
+        await migrate_threads([threads_file], database_url)
+
+    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
+                       backend=folder.backend)
+    monkeypatch.setattr(folder.backend.embedder, "embed_pages", never)
+    try:
+        assert [d.doc_id for d in await database.all_documents()] == [d.doc_id for d in await folder.all_documents()]
+        for question in QUESTIONS[:2]:
+            a, b = await folder.answer(Turn(question)), await database.answer(Turn(question))
+            assert [h.page for h in a.hits] == [h.page for h in b.hits]
+            assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], abs=1e-4)
+        shared = await PostgresThreadStore(database_url).open()
+        try:
+            history = await shared.history(key)
+            assert [(e.question, e.answer, e.cited) for e in history] == [(QUESTIONS[0], "It is 148 mm.", (("d", 2),))]
+            rated = await shared.ratings("bad")
+            assert [(r.question, r.user) for r in rated] == [(QUESTIONS[0], "U1")]
+        finally:
+            await shared.close()
+    finally:
+        await _close(database)
