@@ -14,6 +14,7 @@ from . import citations as cites
 from . import deadline
 from .config import Settings
 from .errors import BadInput
+from .jev import PageSelector
 from .ports import Backend
 from .query_images import prepare_query_images
 from .records import Answer, Citation, Document, DraftCitation, Hit, ReaderPage, Turn
@@ -30,6 +31,7 @@ MAX_QUESTION_CHARS = 2000
 class Answerer:
     def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
         self.settings, self.store, self.view, self.backend = settings, store, view, backend
+        self.jev = PageSelector(settings)  # off unless asked for: then retrieval gets 8 candidates
 
     async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
         # One budget for the whole question: retries of one call cannot add up past it.
@@ -81,24 +83,30 @@ class Answerer:
         # Search and citation drawing are CPU work that grows with the index: off the loop.
         hits = await asyncio.to_thread(self._search, snap, lexical, documents, allowed, query_text, qvec)
         lap("search")
+        picked = await self.jev.select(interpreted, images, hits, self.settings.top_k)  # dense order when off
+        hits = list(picked.hits)
+        image_notes += picked.notes
+        if picked.selection:
+            lap("jev")
         if retrieve_only:
-            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
-                          timings=timings)
+            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, topic=picked.topic or "other",
+                          backend=backend.name, timings=timings, selector=picked.selection)
 
         attached = [ReaderPage(h, snap.page(snap.index_of[(h.doc_id, h.page)]), Path(h.image_path).read_bytes()) for h in hits]
-        draft = await backend.read(interpreted, query_text, attached, images)
+        draft = await backend.read(interpreted, query_text, attached, images, picked.guidance)
         lap("read")
 
         limitations = draft.limitations + backend.limitations(lexical, interpreted, allowed)
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                      image_notes + tuple(notes), draft.topic, None, backend.name, timings)
+                      image_notes + tuple(notes), picked.topic or draft.topic, None, backend.name, timings,
+                      picked.selection)
 
     def _search(self, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document], allowed: np.ndarray,
                 text: str, qvec: np.ndarray) -> list[Hit]:
         dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), qvec)
-        ranked = self.backend().rank(dense, lexical, text, allowed, self.settings.top_k)
+        ranked = self.backend().rank(dense, lexical, text, allowed, self.jev.pool(self.settings.top_k))
         return [
             Hit(snap.pages[i].doc_id, documents[snap.pages[i].doc_id].title, snap.pages[i].page, round(score, 6),
                 str(self.store.page_image_path(snap.pages[i].content_hash)))

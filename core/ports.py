@@ -32,7 +32,9 @@ class Embedder(Protocol):
 
 
 class Reader(Protocol):
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft: ...
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                   guidance: str = "") -> Draft:
+        """`guidance`: extra formatting instructions for this question (core/page_selection.GUIDANCE)."""
 
 
 class ContextResolver(Protocol):
@@ -102,8 +104,8 @@ class Backend:
         return await self.embedder.embed_query(text, images)
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage]) -> Draft:
-        return await self.reader.read(question, pages, images)
+                   images: Sequence[QueryImage], guidance: str = "") -> Draft:
+        return await self.reader.read(question, pages, images, guidance)
 
     def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The top `k` pages (index, score) among `allowed`, from the dense scores and the lexical index."""
