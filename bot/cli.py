@@ -19,7 +19,15 @@ def _settings(args) -> Settings:
         settings = settings.with_(index_dir=Path(args.index))
     if getattr(args, "backend", None):
         settings = settings.with_(backend=args.backend)
+    if getattr(args, "jev", None) is not None:  # --jev / --no-jev win over PIXELRAG_JEV
+        settings = settings.with_(jev="rerank" if args.jev else "off")
     return settings
+
+
+def jev_option(p) -> None:
+    p.add_argument("--jev", action=argparse.BooleanOptionalAction, default=None,
+                   help="let TypeSafe Jev pick the pages to read from 8 candidates (one extra request per "
+                        "question; default: $PIXELRAG_JEV)")
 
 
 async def cmd_index(args) -> int:
@@ -125,18 +133,26 @@ async def cmd_eval(args) -> int:
     from eval.report import markdown_report
 
     settings = _settings(args)
+    if args.compare_jev:
+        settings = settings.with_(jev="rerank")
     if not args.index:
         settings = settings.with_(index_dir=Path("index") / f"eval-{settings.backend}")
     questions = load_questions(args.questions)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose_questions else None
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     report = await evaluate(questions, Path(args.corpus), settings, k=args.k, reader=not args.retrieve_only,
-                            variants=variants, out_dir=Path(args.out) if args.out else None, log=log)
+                            variants=variants, out_dir=Path(args.out) if args.out else None, log=log,
+                            compare_jev=args.compare_jev)
     print(markdown_report(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
         print(f"\nper-question results: {args.json}")
+    jev = report.get("jev")
+    if jev and (jev["fallbacks"] or jev["errors"]):  # after the report is written: a comparison with gaps fails
+        print(f"pixelrag: the Jev comparison had {jev['fallbacks']} fallback(s) and {jev['errors']} error(s)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -181,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retrieve-only", action="store_true", help="stop after retrieval")
     p.add_argument("--out", default="out", help="folder for preview and highlight images (default ./out)")
     common(p)
+    jev_option(p)
     p.set_defaults(run=cmd_ask)
 
     p = sub.add_parser("status", help="what the index holds")
@@ -196,10 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
     p.add_argument("--port", type=int, default=3000)
     common(p)
+    jev_option(p)
     p.set_defaults(run=cmd_slack)
 
     p = sub.add_parser("discord", help="run the Discord bot")
     common(p)
+    jev_option(p)
     p.set_defaults(run=cmd_discord)
 
     p = sub.add_parser("feedback", help="export the answers people rated in chat as evaluation questions")
@@ -221,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", default="crop,half,jpeg40,rot2,screenshot",
                    help="screenshot-query variants to run (comma-separated; default: all five)")
     p.add_argument("--verbose-questions", action="store_true", help="print each question's ranking to stderr")
+    jev_option(p)
+    p.add_argument("--compare-jev", action="store_true",
+                   help="rank every question by the dense ranking and by Jev from the same 8 candidates; "
+                        "exit 1 when the selector fell back or a question failed")
     p.set_defaults(run=cmd_eval)
     return parser
 

@@ -66,6 +66,8 @@ def exit_code(report: IndexReport) -> int:
 
 
 def print_answer(answer: Answer) -> None:
+    if answer.topic_label:
+        print(f"Topic: {answer.topic_label}\n")
     if answer.changed_question:
         print(f"Interpreted as: {answer.interpreted_question}\n")
     print(answer.markdown or "(retrieval only)")

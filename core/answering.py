@@ -11,6 +11,7 @@ from . import citations as cites
 from . import deadline
 from .config import Settings
 from .errors import BadInput
+from .jev import PageSelector
 from .ports import Backend, PageIndex
 from .query_images import prepare_query_images
 from .records import Answer, Citation, DraftCitation, ReaderPage, Turn
@@ -23,6 +24,7 @@ MAX_QUESTION_CHARS = 2000
 class Answerer:
     def __init__(self, settings: Settings, pages: PageIndex, backend: Callable[[], Backend]):
         self.settings, self.pages, self.backend = settings, pages, backend
+        self.jev = PageSelector(settings)  # off unless asked for: then retrieval gets 8 candidates
 
     async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
         # One budget for the whole question: retries of one call cannot add up past it.
@@ -68,14 +70,20 @@ class Answerer:
             lap("query_ocr")
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
-        hits = await search.rank(query_text, qvec, self.settings.top_k, backend.lexical)
+        hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical)
         lap("search")
+        # The pages with their words and images: what the reader reads, and Jev judges when it is on.
+        candidates = await search.read(hits)
+        picked = await self.jev.select(interpreted, images, candidates, self.settings.top_k)  # dense order when off
+        hits, attached = list(picked.hits), list(picked.pages)
+        image_notes += picked.notes
+        if picked.selection:
+            lap("jev")
         if retrieve_only:
-            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
-                          timings=timings)
+            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, topic=picked.topic or "other",
+                          backend=backend.name, timings=timings, selector=picked.selection)
 
-        attached = await search.read(hits)
-        draft = await backend.read(interpreted, query_text, attached, images)
+        draft = await backend.read(interpreted, query_text, attached, images, picked.guidance)
         lap("read")
 
         absent = await search.absent_words(interpreted) if backend.lexical else []
@@ -83,7 +91,8 @@ class Answerer:
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                      image_notes + tuple(notes), draft.topic, None, backend.name, timings)
+                      image_notes + tuple(notes), picked.topic or draft.topic, None, backend.name, timings,
+                      picked.selection)
 
     def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
         """Keep citations of attached pages only; locate their quotes; draw their images."""

@@ -10,6 +10,7 @@ from dotenv import dotenv_values
 from .errors import BadInput
 
 BACKENDS = ("local", "gemini")
+JEV_MODES = ("off", "rerank")  # PIXELRAG_JEV: the TypeSafe Jev page selector (core/jev.py), opt-in only
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class Settings:
     history_exchanges: int = 4
     history_chars: int = 12_000
     database_url: str | None = None  # PostgreSQL shared by several processes; None: files under index_dir
+    jev: str = "off"  # "rerank": TypeSafe Jev picks top_k of 8 candidates (a key alone never turns it on)
+    typesafe_api_key: str | None = None
+    typesafe_base_url: str | None = None  # loopback fakes in tests, proxies
+    typesafe_model: str = "jev-1.14.0"  # pinned: the jev-latest alias lags behind it
+    jev_timeout_s: float = 15.0  # the selector's share of a question's budget, retries included
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> "Settings":
@@ -81,6 +87,11 @@ def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts, 1, 20),
         allow_private_urls=flag(values, "PIXELRAG_ALLOW_PRIVATE_URLS"),
         database_url=database_url(values.get("PIXELRAG_DATABASE_URL")),
+        jev=jev_mode(values.get("PIXELRAG_JEV")),
+        typesafe_api_key=(values.get("TYPESAFE_API_KEY") or "").strip() or None,
+        typesafe_base_url=(values.get("TYPESAFE_BASE_URL") or "").strip() or None,
+        typesafe_model=(values.get("TYPESAFE_MODEL") or "").strip() or base.typesafe_model,
+        jev_timeout_s=num("PIXELRAG_JEV_TIMEOUT", base.jev_timeout_s, 0.1, 600, float),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
 
@@ -90,6 +101,13 @@ def database_url(raw: str | None) -> str | None:
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise BadInput("PIXELRAG_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/database).")
     return url or None
+
+
+def jev_mode(raw: str | None) -> str:
+    mode = (raw or "").strip().lower() or "off"
+    if mode not in JEV_MODES:
+        raise BadInput(f"PIXELRAG_JEV={raw!r} is not a mode; use rerank (or off, the default).")
+    return mode
 
 
 def number(values: dict[str, str], name: str, default, lo, hi, cast=int):

@@ -31,7 +31,9 @@ class Embedder(Protocol):
 
 
 class Reader(Protocol):
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft: ...
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                   guidance: str = "") -> Draft:
+        """`guidance`: extra formatting instructions for this question (core/page_selection.GUIDANCE)."""
 
 
 class ContextResolver(Protocol):
@@ -168,8 +170,8 @@ class Backend:
         return await self.embedder.embed_query(text, images)
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage]) -> Draft:
-        return await self.reader.read(question, pages, images)
+                   images: Sequence[QueryImage], guidance: str = "") -> Draft:
+        return await self.reader.read(question, pages, images, guidance)
 
     # Whether pages are ranked by BM25 fused with the dense scores (else by the dense scores alone),
     # and whether the answer reports the query words no visible page contains.

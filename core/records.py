@@ -174,6 +174,28 @@ def clean_text(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """One of the pages the Jev selector was shown, in the dense ranking's order."""
+    doc_id: str
+    page: int
+    dense_rank: int  # 1-based
+    probability: float | None = None  # Jev's relevance noul; None when it gave no usable one
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the TypeSafe Jev page selector did for one question (core/jev.py), shown in --json."""
+    model: str
+    selected: bool  # False: it fell back to the dense ranking, for `fallback`
+    fallback: str | None = None
+    candidates: tuple[Candidate, ...] = ()
+    topic: str | None = None  # set only at confidence >= 0.65 (records.TOPICS)
+    topic_confidence: float | None = None
+    task: str | None = None  # set only at confidence >= 0.65 (core/page_selection.TASKS)
+    task_confidence: float | None = None
+
+
+@dataclass(frozen=True)
 class Answer:
     question: str
     interpreted_question: str
@@ -186,6 +208,12 @@ class Answer:
     clarifying_question: str | None = None
     backend: str = "local"
     timings: dict[str, float] = field(default_factory=dict)
+    selector: Selection | None = None  # None unless the Jev page selector is on
+
+    @property
+    def topic_label(self) -> str | None:
+        """The topic to label (and tint) the answer with: only one Jev decided confidently."""
+        return self.selector.topic if self.selector else None
 
     @property
     def changed_question(self) -> bool:

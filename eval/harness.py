@@ -21,7 +21,7 @@ from bot.terminal import save_images  # the images of each answer, written where
 
 from .metrics import Result, citation_precision, containment, score_ranking
 from .questions import PageRef, Question
-from .report import summarize
+from .report import summarize, summarize_jev
 from .screenshots import VARIANTS, image_variant, render_crop
 
 
@@ -67,12 +67,14 @@ async def ensure_index(service, pdfs: Sequence[Path], progress=None) -> dict:
 
 async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settings, *, k: int = 4,
                    reader: bool = True, variants: Sequence[str] = VARIANTS, out_dir: Path | None = None,
-                   log: Callable[[str], None] | None = None, service=None) -> dict:
-    """Run every question (and each screenshot variant) through the service; returns the report dict."""
+                   log: Callable[[str], None] | None = None, service=None, compare_jev: bool = False) -> dict:
+    """Run every question (and each screenshot variant) through the service; returns the report dict.
+    With `compare_jev` the Jev selector is on and each answer is ranked both ways: its candidates in
+    the dense order (one query embedding, one retrieval) and as Jev kept them."""
     log = log or (lambda s: None)
     if unknown := [v for v in variants if v not in VARIANTS]:
         raise BadInput(f"Unknown image variant(s): {', '.join(unknown)}; choose from {', '.join(VARIANTS)}.")
-    settings = settings.with_(top_k=k)
+    settings = settings.with_(top_k=k, **({"jev": "rerank"} if compare_jev else {}))
     service = service or Service(settings)
     pdfs = corpus_pdfs(corpus)
     started = time.perf_counter()
@@ -128,11 +130,31 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
                         res.containment, res.contains = containment(text, q.answer)
                         res.citation_precision = citation_precision(res.cited, q.gold)
             res.score = asdict(score_ranking(ranking, q.gold, q.gold_mode, k))
+            if compare_jev:
+                res.jev = jev_comparison(answer, file_of, q, k)
             if variant in ("", "crop"):
                 answers[q.id] = answer
             results.append(res)
             flag = "ERR" if res.error else ("neg" if q.negative else f"{res.score['first']:.0f}/{res.score['within_k']:.0f}")
             log(f"{q.id:>8} {variant or '-':10} {flag:6} {[f'{f[:12]}:{p}' for f, p in (ranking or [])]}")
 
-    return {"summary": summarize(results, k, reader), "build": build, "k": k, "reader": reader,
-            "questions": [asdict(r) for r in results]}
+    report = {"summary": summarize(results, k, reader), "build": build, "k": k, "reader": reader,
+              "questions": [asdict(r) for r in results]}
+    if compare_jev:
+        report["jev"] = summarize_jev(results, k)
+    return report
+
+
+def jev_comparison(answer: Answer | None, file_of: dict[str, str], q: Question, k: int) -> dict | None:
+    """The dense ranking of the answer's candidates and the pages Jev kept, each scored."""
+    selection = answer.selector if answer is not None else None
+    if selection is None:
+        return None
+    dense = [(file_of.get(c.doc_id, c.doc_id), c.page) for c in selection.candidates][:k]
+    kept = [(file_of.get(h.doc_id, h.doc_id), h.page) for h in answer.hits]
+    return {"selected": selection.selected, "fallback": selection.fallback, "model": selection.model,
+            "dense": [list(p) for p in dense], "jev": [list(p) for p in kept],
+            "probabilities": [c.probability for c in selection.candidates],
+            "dense_score": asdict(score_ranking(dense, q.gold, q.gold_mode, k)),
+            "jev_score": asdict(score_ranking(kept, q.gold, q.gold_mode, k)),
+            "topic": selection.topic, "task": selection.task}

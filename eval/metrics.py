@@ -118,3 +118,4 @@ class Result:
     citation_precision: float | None = None
     error: str | None = None
     seconds: float = 0.0
+    jev: dict | None = None  # --compare-jev: both rankings of the same candidates (eval/report.py: summarize_jev)

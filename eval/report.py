@@ -48,6 +48,33 @@ def summarize(results: Sequence[Result], k: int, reader: bool) -> dict:
     return {"groups": table, "negatives": neg}
 
 
+def summarize_jev(results: Sequence[Result], k: int) -> dict:
+    """--compare-jev: evidence_first / within_k of the dense ranking and of Jev's selection over the same
+    candidates (questions with gold pages), and the fallbacks and errors apart (with their reasons)."""
+    main = [r for r in results if r.variant in ("", "crop") and r.gold]
+    compared = [r for r in main if r.jev]
+    dense = mean_scores(_as_score(r.jev["dense_score"]) for r in compared)
+    jev = mean_scores(_as_score(r.jev["jev_score"]) for r in compared)
+    fell_back = [r for r in results if r.jev and not r.jev["selected"]]
+    return {"n": len(compared), "k": k,
+            "dense": {"evidence_first": dense.get("evidence_first"), "evidence_within_k": dense.get("evidence_within_k")},
+            "jev": {"evidence_first": jev.get("evidence_first"), "evidence_within_k": jev.get("evidence_within_k")},
+            "fallbacks": len(fell_back), "fallback_reasons": {r.id + (f"/{r.variant}" if r.variant else ""): r.jev["fallback"]
+                                                               for r in fell_back},
+            "errors": sum(r.error is not None for r in results)}
+
+
+def jev_markdown(jev: dict) -> str:
+    k = jev["k"]
+    lines = [f"\nJev comparison ({jev['n']} questions, the same candidates ranked both ways):",
+             f"| ranking | evidence_first | evidence_within_{k} |", "|---|---|---|"]
+    for name in ("dense", "jev"):
+        lines.append(f"| {name} | {_f(jev[name]['evidence_first'])} | {_f(jev[name]['evidence_within_k'])} |")
+    lines.append(f"Fallbacks (the dense ranking kept): {jev['fallbacks']}. Errors: {jev['errors']}.")
+    lines += [f"- {qid}: {reason}" for qid, reason in jev["fallback_reasons"].items()]
+    return "\n".join(lines)
+
+
 def _f(v) -> str:
     return "–" if v is None else f"{v:.3f}"
 
@@ -82,4 +109,5 @@ def markdown_report(report: dict) -> str:
         tail.append("\nimage:* rows score every screenshot query once per variant (crop = as rendered at 150 DPI; "
                     "half = 50 % downscale; jpeg40 = JPEG q40; rot2 = rotated 2°; screenshot = padded, in a window frame); "
                     "the text-only baseline cannot see the image, so it gets the question text alone.")
-    return "\n".join(lines) + "".join(tail)
+    out = "\n".join(lines) + "".join(tail)
+    return out + ("\n" + jev_markdown(report["jev"]) if report.get("jev") else "")

@@ -123,8 +123,12 @@ def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
 
     colour = TOPIC_COLOURS.get(answer.topic, TOPIC_COLOURS["other"])
     cards = [_citation_card(i, c, colour, upload_limit, notes) for i, c in enumerate(answer.citations)]
+    if answer.topic_label and not cards:  # no citation to tint: the label itself carries the colour
+        cards.append(_Card(discord.Embed(description=f"Topic: {answer.topic_label}", colour=colour), [], 0))
 
     parts: list[str] = []
+    if answer.topic_label:  # only a topic the Jev selector decided with confidence
+        parts.append(f"-# 🏷️ Topic: **{answer.topic_label}**")
     if answer.changed_question and answer.interpreted_question.strip():
         parts.append(f"> Interpreted as: *{answer.interpreted_question.strip()}*")
     parts.append(answer.markdown.strip() or "(no answer text)")

@@ -18,6 +18,9 @@ CHARS_PER_MESSAGE = 11_000
 MAX_UPLOADS = 10
 FEEDBACK_ACTION = "pixelrag_feedback"
 FALLBACK_LIMIT = 3000  # the notification `text`; Slack allows more, but a notification is a preview
+# Blocks have no colour in Slack: a topic's tint is its coloured marker (the same hues as Discord's embeds).
+TOPIC_MARKS = {"warranty": ":large_blue_circle:", "complaint": ":red_circle:", "service": ":large_orange_circle:",
+               "instructions": ":large_green_circle:", "price": ":large_yellow_circle:", "other": ":white_circle:"}
 
 HELP = """*pixelrag* answers questions about your team's PDFs from the page images.
 • Mention me with a question (attach a screenshot if it helps); I answer in a thread and keep following that thread.
@@ -105,6 +108,8 @@ def source_line(citation: Citation) -> str:
 def answer_blocks(answer: Answer) -> list[dict]:
     """All blocks of an answer, in reading order, each within the section limit."""
     blocks: list[dict] = []
+    if answer.topic_label:  # only a topic the Jev selector decided with confidence
+        blocks.append(context(f"{TOPIC_MARKS.get(answer.topic_label, TOPIC_MARKS['other'])} Topic: *{answer.topic_label}*"))
     if answer.changed_question and answer.interpreted_question.strip():
         blocks.append(context(f"Interpreted as: {escape(answer.interpreted_question.strip())}"))
     for piece in split_text(to_mrkdwn(answer.markdown) or "_(no answer text)_"):

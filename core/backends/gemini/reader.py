@@ -76,7 +76,8 @@ class GeminiReader:
     def __init__(self, calls: GeminiCalls):
         self.calls = calls
 
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft:
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                   guidance: str = "") -> Draft:
         pages = list(pages)[:MAX_READER_PAGES]
         refs = {f"P{i}": p for i, p in enumerate(pages, 1)}
         parts: list[types.Part] = []
@@ -87,8 +88,10 @@ class GeminiReader:
             parts.append(types.Part.from_text(text=f"Screenshot {n} attached to the question ({img.name}):"))
             parts.append(types.Part.from_bytes(data=img.data, mime_type=img.mime_type))
         parts.append(types.Part.from_text(text=f"Question: {question}"))
+        # A confident Jev task adds fixed formatting instructions; the citation rules above still hold.
+        instruction = READER_INSTRUCTION + (f"\n- For this question: {guidance}" if guidance else "")
         config = types.GenerateContentConfig(
-            system_instruction=READER_INSTRUCTION,
+            system_instruction=instruction,
             thinking_config=types.ThinkingConfig(thinking_level=READER_THINKING),
             response_mime_type="application/json",
             response_json_schema=reader_schema(list(refs) or ["P1"]),

@@ -44,8 +44,10 @@ class LocalBackend(Backend):
         return await self.embedder.embed_query(text, ())  # the screenshots are in `text` as OCR
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage]) -> Draft:
-        return await self.reader.read(query_text, pages, images)  # it cannot see the screenshots either
+                   images: Sequence[QueryImage], guidance: str = "") -> Draft:
+        # It cannot see the screenshots either. It quotes passages and has no prompt, so the Jev task's
+        # formatting instructions (`guidance`) do not apply to it: its answers keep their one format.
+        return await self.reader.read(query_text, pages, images)
 
     lexical = True
 
