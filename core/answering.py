@@ -16,7 +16,7 @@ from .config import Settings
 from .errors import BadInput
 from .ports import Backend
 from .query_images import prepare_query_images
-from .records import Answer, Citation, Document, DraftCitation, Hit, ReaderPage, Turn
+from .records import Answer, Citation, Document, DraftCitation, EventSink, Hit, ReaderPage, Step, TextDelta, Turn
 from .search import LexicalIndex, dense_page_scores
 from .snapshots import IndexView, visible
 from .snapshot_format import Snapshot
@@ -31,12 +31,13 @@ class Answerer:
     def __init__(self, settings: Settings, store: IndexStore, view: IndexView, backend: Callable[[], Backend]):
         self.settings, self.store, self.view, self.backend = settings, store, view, backend
 
-    async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
+    async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
+        """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
         # One budget for the whole question: retries of one call cannot add up past it.
         with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, retrieve_only)
+            return await self._answer(turn, retrieve_only, events or _ignore)
 
-    async def _answer(self, turn: Turn, retrieve_only: bool) -> Answer:
+    async def _answer(self, turn: Turn, retrieve_only: bool, emit: EventSink) -> Answer:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -56,8 +57,13 @@ class Answerer:
         backend = self.backend()
 
         # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
+        if question and turn.history:
+            emit(Step("context", "Reading the thread"))
         resolution = await backend.resolver.resolve(question, turn.history) if question else None
         interpreted = resolution.question if resolution else question
+        if question and turn.history:
+            emit(Step("context", "Reading the thread", "complete",
+                      f"Understood as: {interpreted}" if interpreted != question else ""))
         lap("context")
         if resolution and resolution.clarify:
             return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
@@ -71,6 +77,8 @@ class Answerer:
                           limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
         snap, lexical = loaded
         backend.check_index(snap.built_with)
+        searching = f"Searching {len(documents)} document{'s' if len(documents) != 1 else ''}"
+        emit(Step("search", searching))
 
         query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
         if images:
@@ -81,16 +89,23 @@ class Answerer:
         # Search and citation drawing are CPU work that grows with the index: off the loop.
         hits = await asyncio.to_thread(self._search, snap, lexical, documents, allowed, query_text, qvec)
         lap("search")
+        emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         if retrieve_only:
             return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
                           timings=timings)
 
         attached = [ReaderPage(h, snap.page(snap.index_of[(h.doc_id, h.page)]), Path(h.image_path).read_bytes()) for h in hits]
-        draft = await backend.read(interpreted, query_text, attached, images)
+        reading = "Reading " + ", ".join(f"p. {h.page} of {h.title}" for h in hits) if hits else "Reading"
+        emit(Step("read", reading))
+        draft = await backend.read(interpreted, query_text, attached, images, lambda text: emit(TextDelta(text)))
+        emit(Step("read", reading, "complete"))
         lap("read")
 
         limitations = draft.limitations + backend.limitations(lexical, interpreted, allowed)
+        emit(Step("cite", "Locating the quotes"))
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
+        emit(Step("cite", "Locating the quotes", "complete",
+                  f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located"))
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
                       image_notes + tuple(notes), draft.topic, None, backend.name, timings)
@@ -127,3 +142,7 @@ class Answerer:
                 notes.append(f"Images for {citation.label} could not be drawn ({exc}).")
             accepted.append(citation)
         return accepted, notes
+
+
+def _ignore(event) -> None:
+    pass

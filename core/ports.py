@@ -31,8 +31,16 @@ class Embedder(Protocol):
         """One normalized float32 vector of shape (dim,)."""
 
 
+TextSink = Callable[[str], None]  # more of the answer's Markdown, as it is written
+
+
 class Reader(Protocol):
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft: ...
+
+    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                             on_text: TextSink) -> Draft:
+        """As `read`, calling `on_text` with each new piece of the answer's Markdown as it is
+        written (a reader that composes nothing may give it all at once)."""
 
 
 class ContextResolver(Protocol):
@@ -102,8 +110,8 @@ class Backend:
         return await self.embedder.embed_query(text, images)
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage]) -> Draft:
-        return await self.reader.read(question, pages, images)
+                   images: Sequence[QueryImage], on_text: TextSink | None = None) -> Draft:
+        return await read_with(self.reader, question, pages, images, on_text)
 
     def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The top `k` pages (index, score) among `allowed`, from the dense scores and the lexical index."""
@@ -133,6 +141,14 @@ class Backend:
                 "Query it with the settings that built it, or build a new index: run `pixelrag index --backend "
                 f"{mine['backend']}` with a new --index directory (or after deleting this one)."
             )
+
+
+async def read_with(reader: Reader, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                    on_text: TextSink | None) -> Draft:
+    """The reader's answer, streamed to `on_text` when someone watches it being written."""
+    if on_text is None:
+        return await reader.read(question, pages, images)
+    return await reader.read_streaming(question, pages, images, on_text)
 
 
 def _describe(built_with: dict) -> str:

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ...config import Settings
-from ...ports import Backend
+from ...ports import Backend, TextSink, read_with
 from ...records import Draft, QueryImage, ReaderPage, Word
 from ...search import fuse_scores
 from .context import HeuristicResolver
@@ -45,8 +45,9 @@ class LocalBackend(Backend):
         return await self.embedder.embed_query(text, ())  # the screenshots are in `text` as OCR
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage]) -> Draft:
-        return await self.reader.read(query_text, pages, images)  # it cannot see the screenshots either
+                   images: Sequence[QueryImage], on_text: TextSink | None = None) -> Draft:
+        # it cannot see the screenshots either: it reads the question with their OCR text
+        return await read_with(self.reader, query_text, pages, images, on_text)
 
     def rank(self, dense: np.ndarray, lexical, query_text: str, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
         return fuse_scores(dense, lexical.scores(query_text), allowed, k, lexical.coverage(query_text, allowed))

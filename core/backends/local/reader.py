@@ -191,6 +191,13 @@ class ExtractiveReader:
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
         return Draft("\n".join(lines), citations, tuple(limitations), topic_of(question))
 
+    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                             on_text: Callable[[str], None]) -> Draft:
+        """Quotes are chosen all at once: the text arrives whole when they are."""
+        draft = await self.read(question, pages, images)
+        on_text(draft.markdown)
+        return draft
+
     async def _rerank(self, question: str, candidates: list[Passage], lexical: dict[int, float]) -> dict[int, float]:
         """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1."""
         shortlist = sorted(lexical, key=lambda i: -lexical[i])[:SHORTLIST]
