@@ -23,6 +23,7 @@ from core import Step, TextDelta
 log = logging.getLogger("pixelrag.slack")
 
 TEXT_LIMIT = 11_000  # of one streamed message's Markdown (Slack: 12,000); the rest follows in messages
+SOFT_LIMIT = 8_000  # beyond this, only whole paragraphs are streamed, so the message ends where one does
 
 
 class AnswerStream:
@@ -34,8 +35,7 @@ class AnswerStream:
         self.ts: str | None = None  # the streamed message, once started
         self.broken = False  # refused or failed: nothing more is sent; the caller posts instead
         self.streamed = ""  # the Markdown Slack has
-        self._text = ""  # Markdown waiting to be sent
-        self._held = False  # text beyond TEXT_LIMIT is left for the messages after the stream
+        self._text = ""  # Markdown waiting to be sent (beyond the limits: for the messages after the stream)
         self._tasks: dict[str, dict] = {}  # step key -> its latest task_update chunk
         self._changed: list[str] = []  # step keys with an update not yet sent
         self._wake = asyncio.Event()
@@ -75,7 +75,7 @@ class AnswerStream:
             await self._abandon()
             return None
         rest = remainder(self.streamed + self._text, markdown)
-        tail, overflow = fit(self.streamed, self._text + rest)
+        tail, overflow = fit(self.streamed, self._text + rest, final=True)
         self._text = ""
         blocks, after = ending(overflow)
         chunks = self._pending_chunks() + ([{"type": "markdown_text", "text": tail}] if tail else [])
@@ -102,8 +102,8 @@ class AnswerStream:
             if chunk["status"] == "in_progress":
                 self._tasks[key] = {**chunk, "status": "error"}
                 self._changed.append(key)
-        text = fit(self.streamed, self._text)[0] + f"\n\n:warning: {message}"
-        chunks = self._pending_chunks() + [{"type": "markdown_text", "text": fit(self.streamed, text)[0]}]
+        text = fit(self.streamed, self._text, final=True)[0] + f"\n\n:warning: {message}"
+        chunks = self._pending_chunks() + [{"type": "markdown_text", "text": fit(self.streamed, text, final=True)[0]}]
         try:
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks)
             return True
@@ -122,17 +122,14 @@ class AnswerStream:
             if self.ts is not None and wait > 0:
                 await asyncio.sleep(wait)  # appends are rate limited: let more arrive and send it together
             await self._send()
-            if not self._changed and (not self._text or self._held) and not self._wake.is_set():
-                return  # idle: event() starts a new writer when there is more
+            if not self._wake.is_set():
+                return  # nothing new came meanwhile: event() starts a new writer when there is more
 
     async def _send(self) -> None:
         chunks = self._pending_chunks()
-        if self._text and not self._held:
-            piece, left = fit(self.streamed, self._text)
-            self._held = bool(left)
-            if piece:
-                chunks.append({"type": "markdown_text", "text": piece})
-                self._text = left
+        piece, self._text = fit(self.streamed, self._text)
+        if piece:
+            chunks.append({"type": "markdown_text", "text": piece})
         if not chunks:
             return
         self._last_call = time.monotonic()
@@ -166,7 +163,7 @@ class AnswerStream:
             self._wake.set()
             await asyncio.wait({self._writer})
         self._writer = None
-        if not self.broken and (self._changed or (self._text and not self._held)):
+        if not self.broken and (self._changed or fit(self.streamed, self._text)[0]):
             await self._send()
 
     async def _abandon(self) -> None:
@@ -190,19 +187,23 @@ def remainder(streamed: str, final: str) -> str:
     return final[covered:]
 
 
-def fit(streamed: str, text: str, limit: int = TEXT_LIMIT) -> tuple[str, str]:
-    """What of `text` the streamed message still has room for, cut at a paragraph end when it has to
-    be cut, and the rest."""
+def fit(streamed: str, text: str, final: bool = False, limit: int = TEXT_LIMIT,
+        soft: int = SOFT_LIMIT) -> tuple[str, str]:
+    """What of `text` to stream now, after `streamed`, and what to keep. Up to `soft` everything goes;
+    beyond it whole paragraphs only (a paragraph not yet ended waits for more text, unless this is
+    the `final` text); nothing beyond `limit` (a paragraph longer than the room left is cut at a
+    line, else a word). streamed + sent + kept is always the text as written."""
     room = limit - len(streamed)
-    if len(text) <= room:
+    if len(text) <= room and (final or len(streamed) + len(text) <= soft):
         return text, ""
     if room <= 0:
         return "", text
-    cut = text.rfind("\n\n", 0, room)
-    if cut < room // 2:
-        cut = text.rfind("\n", 0, room)
-    if cut < room // 2:
-        cut = text.rfind(" ", 0, room)
-    if cut <= 0:
-        cut = room
-    return text[:cut], text[cut:].lstrip()
+    cut = text.rfind("\n\n", 0, room + 1)
+    if cut > 0:
+        return text[:cut], text[cut:]
+    if len(text) <= room:
+        return "", text  # wait for the paragraph's end
+    if (cut == 0 or streamed.endswith("\n\n")) and len(streamed) > soft:
+        return "", text  # full at a paragraph's end: the next paragraph goes in the messages below
+    cut = max(text.rfind("\n", 0, room), text.rfind(" ", 0, room))
+    return (text[:cut], text[cut:]) if cut > 0 else (text[:room], text[room:])
