@@ -107,6 +107,7 @@ class Call:
     method: str
     params: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.perf_counter)  # when it arrived (benchmarks measure from it)
 
 
 def _text_of(obj: Any) -> str:
