@@ -35,9 +35,12 @@ class Answerer:
         """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
         # One budget for the whole question: retries of one call cannot add up past it.
         with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, retrieve_only, events or _ignore)
+            return await self._answer(turn, retrieve_only, events)
 
-    async def _answer(self, turn: Turn, retrieve_only: bool, emit: EventSink) -> Answer:
+    async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None) -> Answer:
+        emit = events or _ignore
+        # Only a listener makes the reader stream (Gemini then calls streamGenerateContent).
+        on_text = (lambda text: events(TextDelta(text))) if events else None
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -95,9 +98,9 @@ class Answerer:
                           timings=timings)
 
         attached = [ReaderPage(h, snap.page(snap.index_of[(h.doc_id, h.page)]), Path(h.image_path).read_bytes()) for h in hits]
-        reading = "Reading " + ", ".join(f"p. {h.page} of {h.title}" for h in hits) if hits else "Reading"
+        reading = _reading(hits)
         emit(Step("read", reading))
-        draft = await backend.read(interpreted, query_text, attached, images, lambda text: emit(TextDelta(text)))
+        draft = await backend.read(interpreted, query_text, attached, images, on_text)
         emit(Step("read", reading, "complete"))
         lap("read")
 
@@ -146,3 +149,12 @@ class Answerer:
 
 def _ignore(event) -> None:
     pass
+
+
+def _reading(hits: Sequence[Hit]) -> str:
+    """"Reading p. 12 of manual.pdf, pp. 3, 4 of guide.pdf": what the reader is given."""
+    pages: dict[str, list[str]] = {}
+    for h in hits:
+        pages.setdefault(h.title, []).append(str(h.page))
+    return "Reading " + ", ".join(f"{'p.' if len(p) == 1 else 'pp.'} {', '.join(p)} of {title}"
+                                  for title, p in pages.items()) if pages else "Reading"
