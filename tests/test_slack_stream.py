@@ -189,3 +189,17 @@ async def test_a_stream_slack_will_not_stop_is_posted_instead_and_kept_until_del
     assert len(slack.service.turns) == asked
     [post] = answer_posts(slack.fake, event["ts"])
     assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
+
+
+async def test_a_stream_that_expires_midway_is_followed_by_the_whole_answer(slack: Harness, caplog):
+    slack.fake.stream_lifetime_s = 0  # Slack ends a stream about five minutes after it started: here at once
+    with caplog.at_level(logging.WARNING, logger="pixelrag.slack"):
+        event, _ = await slack.mention("What is the X200 weight?")
+        await slack.bot.drain()
+    # Its first append was refused; the bot tried to close it with a pointer and posted the answer.
+    slack.fake.expected_refusals += [("chat.appendStream", "message_not_in_streaming_state"),
+                                     ("chat.stopStream", "message_not_in_streaming_state")]
+    assert "broke off (message_not_in_streaming_state)" in caplog.text
+    [post] = answer_posts(slack.fake, event["ts"])
+    assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
+    assert slack.fake.calls_to("files.completeUploadExternal")
