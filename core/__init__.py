@@ -10,7 +10,7 @@ from .documents import looks_like_pdf
 from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, failure_reason, megabytes
 from .query_images import attachment_kind, validate_query_image
 from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
-                      Progress, QueryImage, Rated, Turn, own_and_shared)
+                      Progress, QueryImage, Rated, Step, TextDelta, Turn, own_and_shared)
 from .migration import migrate_index, migrate_threads
 from .ports import ThreadMemory
 from .service import Service
@@ -24,7 +24,7 @@ __all__ = [
     "BadInput", "Busy", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
     "attachment_kind", "validate_query_image",
     "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",
-    "Progress", "QueryImage", "Rated", "Turn", "own_and_shared",
+    "Progress", "QueryImage", "Rated", "Step", "TextDelta", "Turn", "own_and_shared",
     "Service", "ThreadMemory", "thread_memory", "migrate_index", "migrate_threads",
     "ThreadKey", "ThreadStore",
 ]

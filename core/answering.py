@@ -14,7 +14,7 @@ from .errors import BadInput
 from .jev import PageSelector
 from .ports import Backend, PageIndex
 from .query_images import prepare_query_images
-from .records import Answer, Citation, DraftCitation, ReaderPage, Turn
+from .records import Answer, Citation, DraftCitation, EventSink, ReaderPage, Step, TextDelta, Turn
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +26,16 @@ class Answerer:
         self.settings, self.pages, self.backend = settings, pages, backend
         self.jev = PageSelector(settings)  # off unless asked for: then retrieval gets 8 candidates
 
-    async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
+    async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
+        """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
         # One budget for the whole question: retries of one call cannot add up past it.
         with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, retrieve_only)
+            return await self._answer(turn, retrieve_only, events)
 
-    async def _answer(self, turn: Turn, retrieve_only: bool) -> Answer:
+    async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None) -> Answer:
+        emit = events or _ignore
+        # Only a listener makes the reader stream (Gemini then calls streamGenerateContent).
+        on_text = (lambda text: events(TextDelta(text))) if events else None
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
@@ -51,8 +55,13 @@ class Answerer:
         backend = self.backend()
 
         # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
+        if question and turn.history:
+            emit(Step("context", "Reading the thread"))
         resolution = await backend.resolver.resolve(question, turn.history) if question else None
         interpreted = resolution.question if resolution else question
+        if question and turn.history:
+            emit(Step("context", "Reading the thread", "complete",
+                      f"Understood as: {interpreted}" if interpreted != question else ""))
         lap("context")
         if resolution and resolution.clarify:
             return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
@@ -64,6 +73,9 @@ class Answerer:
                           "No documents are indexed here yet. Index a PDF first, then ask again.",
                           limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
         backend.check_index(search.built_with)
+        n_docs = len(search.documents)
+        searching = f"Searching {n_docs} document{'s' if n_docs != 1 else ''}"
+        emit(Step("search", searching))
 
         query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
         if images:
@@ -72,6 +84,7 @@ class Answerer:
         lap("embed_query")
         hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical)
         lap("search")
+        emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         # The pages with their words and images: what the reader reads, and Jev judges when it is on.
         candidates = await search.read(hits)
         picked = await self.jev.select(interpreted, images, candidates, self.settings.top_k)  # dense order when off
@@ -83,12 +96,18 @@ class Answerer:
             return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, topic=picked.topic or "other",
                           backend=backend.name, timings=timings, selector=picked.selection)
 
-        draft = await backend.read(interpreted, query_text, attached, images, picked.guidance)
+        reading = _reading(hits)
+        emit(Step("read", reading))
+        draft = await backend.read(interpreted, query_text, attached, images, picked.guidance, on_text)
+        emit(Step("read", reading, "complete"))
         lap("read")
 
         absent = await search.absent_words(interpreted) if backend.lexical else []
         limitations = draft.limitations + backend.limitations(absent)
+        emit(Step("cite", "Locating the quotes"))
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
+        emit(Step("cite", "Locating the quotes", "complete",
+                  f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located"))
         lap("citations")
         return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
                       image_notes + tuple(notes), picked.topic or draft.topic, None, backend.name, timings,
@@ -116,3 +135,16 @@ class Answerer:
                 notes.append(f"Images for {citation.label} could not be drawn ({exc}).")
             accepted.append(citation)
         return accepted, notes
+
+
+def _ignore(event) -> None:
+    pass
+
+
+def _reading(hits: Sequence[Hit]) -> str:
+    """"Reading p. 12 of manual.pdf, pp. 3, 4 of guide.pdf": what the reader is given."""
+    pages: dict[str, list[str]] = {}
+    for h in hits:
+        pages.setdefault(h.title, []).append(str(h.page))
+    return "Reading " + ", ".join(f"{'p.' if len(p) == 1 else 'pp.'} {', '.join(p)} of {title}"
+                                  for title, p in pages.items()) if pages else "Reading"

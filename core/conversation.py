@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .records import SHARED_SCOPE, Answer, Exchange, QueryImage, Turn, clean_text
+from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn, clean_text
 from .ports import ThreadKey, ThreadMemory
 
 
@@ -32,11 +32,12 @@ class Conversation:
     async def ask(self, key: ThreadKey | None, question: str, images: Sequence[QueryImage] = (), *,
                   scope: str = SHARED_SCOPE,
                   render: Callable[[Answer, int | None], Any] = lambda answer, turn_id: answer,
-                  keep_reply: bool = False) -> Reply:
+                  keep_reply: bool = False, events: EventSink | None = None) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
         With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked
-        again in the thread before that gets the stored rendering back."""
+        again in the thread before that gets the stored rendering back (and `events`, which hears the
+        stages and the text of a new answer as they happen, hears nothing)."""
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
@@ -44,7 +45,7 @@ class Conversation:
                 return Reply(None, rendered, turn_id, pending=True)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
-        answer = await self.service.answer(turn)
+        answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = keep_reply and turn_id is not None

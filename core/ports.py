@@ -30,10 +30,18 @@ class Embedder(Protocol):
         """One normalized float32 vector of shape (dim,)."""
 
 
+TextSink = Callable[[str], None]  # more of the answer's Markdown, as it is written
+
+
 class Reader(Protocol):
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
                    guidance: str = "") -> Draft:
         """`guidance`: extra formatting instructions for this question (core/page_selection.GUIDANCE)."""
+
+    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                             on_text: TextSink, guidance: str = "") -> Draft:
+        """As `read`, calling `on_text` with each new piece of the answer's Markdown as it is
+        written (a reader that composes nothing may give it all at once)."""
 
 
 class ContextResolver(Protocol):
@@ -170,8 +178,8 @@ class Backend:
         return await self.embedder.embed_query(text, images)
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage], guidance: str = "") -> Draft:
-        return await self.reader.read(question, pages, images, guidance)
+                   images: Sequence[QueryImage], guidance: str = "", on_text: TextSink | None = None) -> Draft:
+        return await read_with(self.reader, question, pages, images, guidance, on_text)
 
     # Whether pages are ranked by BM25 fused with the dense scores (else by the dense scores alone),
     # and whether the answer reports the query words no visible page contains.
@@ -202,6 +210,14 @@ class Backend:
                 "Query it with the settings that built it, or build a new index: run `pixelrag index --backend "
                 f"{mine['backend']}` with a new --index directory (or after deleting this one)."
             )
+
+
+async def read_with(reader: Reader, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                    guidance: str, on_text: TextSink | None) -> Draft:
+    """The reader's answer, streamed to `on_text` when someone watches it being written."""
+    if on_text is None:
+        return await reader.read(question, pages, images, guidance)
+    return await reader.read_streaming(question, pages, images, on_text, guidance)
 
 
 def _describe(built_with: dict) -> str:

@@ -6,7 +6,7 @@ page. Page numbers are 1-based.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 Box = tuple[float, float, float, float]
 
@@ -278,6 +278,28 @@ class Draft:
 class Resolution:
     question: str  # standalone question to retrieve with
     clarify: str | None = None  # set when the reference is ambiguous: ask this instead
+
+
+# --- what an answer shows while it is worked on (adapters that stream) --------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """A stage of answering a person waits on: "context", "search", "read" or "cite". Each step is
+    reported "in_progress", then "complete"; a failure leaves it in progress for the adapter to mark."""
+    key: str
+    title: str  # "Searching 3 documents", "Reading p. 12 of manual.pdf"
+    status: str = "in_progress"
+    detail: str = ""  # "4 pages found", "Understood as: ..."
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """More of the answer's Markdown, as the reader writes it (appended to what came before)."""
+    text: str
+
+
+AnswerEvent = Step | TextDelta
+EventSink = Callable[[AnswerEvent], None]  # called on the event loop; must not block
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from .config import Settings
 from .indexing import Indexer, ProgressFn
 from .errors import BadInput
 from .ports import Backend, PageStore
-from .records import SHARED_SCOPE, Answer, Document, IndexReport, Turn
+from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
 from .search import LexicalIndex
 from .snapshots import IndexView
 from .snapshot_format import Snapshot
@@ -37,9 +37,10 @@ class Service:
         return self._backend
 
     # --- answering ----------------------------------------------------------------------------
-    async def answer(self, turn: Turn, retrieve_only: bool = False) -> Answer:
-        """Answer one turn; its citations carry their preview and highlight images as bytes."""
-        return await self.answerer.answer(turn, retrieve_only)
+    async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
+        """Answer one turn; its citations carry their preview and highlight images as bytes. `events`
+        hears the stages and the answer's text as they happen (records.Step, records.TextDelta)."""
+        return await self.answerer.answer(turn, retrieve_only, events)
 
     # --- the index ----------------------------------------------------------------------------
     async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,

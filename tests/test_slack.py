@@ -23,7 +23,7 @@ from core.config import Settings
 from core.records import Answer, Citation, Exchange
 from core.service import Service
 from core.threads import ThreadStore
-from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack
+from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
 
 SECRET = "test-signing-secret"
 CHANNEL = "C100"
@@ -65,9 +65,9 @@ class SpyService:
         self.turns = []
         self.answers: list[Answer] = []
 
-    async def answer(self, turn):
+    async def answer(self, turn, events=None):
         self.turns.append(turn)
-        answer = await self.real.answer(turn)
+        answer = await self.real.answer(turn, events=events)
         self.answers.append(answer)
         return answer
 
@@ -155,7 +155,7 @@ def base_settings(fake: FakeSlack, tmp_path: Path, **extra) -> Settings:
     # The fake serves the PDFs to index on loopback, which chat users may not fetch by default.
     return Settings(index_dir=tmp_path / "index", allow_private_urls=True, extra={
         "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
-        "SLACK_PROGRESS_INTERVAL": "0.05", **extra,
+        "SLACK_PROGRESS_INTERVAL": "0.05", "SLACK_STREAM_INTERVAL": "0.05", **extra,
     })
 
 
@@ -192,8 +192,9 @@ async def slack(make_harness) -> Harness:
     return harness
 
 
-def answer_posts(fake: FakeSlack, thread_ts: str):
-    return [c for c in fake.posts(thread_ts) if c.params.get("blocks")]
+def answer_posts(fake: FakeSlack, thread_ts: str) -> list[dict]:
+    """The bot's finished answers in a thread (streamed or posted): {"ts", "blocks", "text"}."""
+    return fake.replies(thread_ts)
 
 
 # ----- questions ---------------------------------------------------------------------------------
@@ -206,8 +207,21 @@ async def test_mention_answers_in_thread_with_previews(slack: Harness):
     thread = fake.thread_text(event["ts"])
     assert "120" in thread
     assert "x200-datasheet.pdf, p. 1" in thread  # one sources line per citation
-    posts = fake.posts(event["ts"])
-    assert posts and all(p.params["channel"] == CHANNEL and p.params.get("text") for p in posts)
+    # The answer was streamed into one message: task updates for the stages, then the Markdown, then
+    # (at chat.stopStream) the sources and the feedback buttons.
+    [start] = fake.calls_to("chat.startStream")
+    assert start.params["thread_ts"] == event["ts"] and start.params["recipient_user_id"] == "U1"
+    assert start.params["recipient_team_id"] == "T1"
+    [message] = fake.streams(event["ts"])
+    stream = message["stream"]
+    assert stream["state"] == "stopped" and "120" in stream["markdown"]
+    assert {k: t["status"] for k, t in stream["tasks"].items()} == {"search": "complete", "read": "complete",
+                                                                    "cite": "complete"}
+    assert stream["tasks"]["search"]["title"] == "Searching 1 document"
+    assert stream["tasks"]["read"]["title"] == "Reading pp. 1, 2 of x200-datasheet.pdf"  # what the reader is given
+    kinds = [b["type"] for b in stream["blocks"]]
+    assert kinds[-1] == "context_actions" and "x200-datasheet.pdf, p. 1" in "\n".join(block_text(stream["blocks"]))
+    assert not fake.posts(event["ts"])  # nothing else was posted: the evidence is in the upload below
     # Working indicator shown, then cleared.
     assert fake.calls_to("reactions.add")[0].params["name"] == "eyes"
     assert fake.calls_to("reactions.remove")
@@ -217,8 +231,12 @@ async def test_mention_answers_in_thread_with_previews(slack: Harness):
     [complete] = fake.calls_to("files.completeUploadExternal")
     assert complete.params["thread_ts"] == event["ts"] and complete.params["channel_id"] == CHANNEL
     titles = [f["title"] for f in complete.params["files"]]
-    assert titles and titles[0] == "x200-datasheet.pdf p. 1"
+    # Each image carries its sources line: document, page, and the quote it shows.
+    quote = " ".join(slack.service.answers[0].citations[0].quote.split())
+    assert titles and titles[0].startswith(f"x200-datasheet.pdf p. 1 — “{quote[:40]}")
+    assert titles[1].startswith("x200-datasheet.pdf p. 1 (highlight) — “")
     assert all(t.startswith("x200-datasheet.pdf p. ") for t in titles) and len(titles) <= 10
+    assert "Evidence for the answer above" in complete.params["initial_comment"]
     assert len(fake.uploads) == len(titles)
     assert all(data[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0", b"\xff\xd8\xff\xe1") or data[:2] == b"\xff\xd8"
                for data in fake.uploads.values())
@@ -242,7 +260,7 @@ async def test_follow_up_without_mention_uses_stored_history(slack: Harness, mak
     answer = again.service.answers[0]
     assert answer.changed_question and "X200" in answer.interpreted_question
     thread = again.fake.thread_text(first["ts"])
-    assert f"Interpreted as: {render.escape(answer.interpreted_question)}" in thread
+    assert f"Understood as: {answer.interpreted_question}" in thread  # in the thread-reading step
     assert "14 kg" in thread
     assert "x200-datasheet.pdf, p. 2" in thread
     # A message in a thread the bot never answered is left alone.
@@ -358,7 +376,7 @@ class CannedService:
     def __init__(self, real: Service, answer: Answer):
         self.real, self.canned, self.turns, self.answers = real, answer, [], []
 
-    async def answer(self, turn):
+    async def answer(self, turn, events=None):
         self.turns.append(turn)
         self.answers.append(self.canned)
         return self.canned
@@ -503,7 +521,8 @@ async def test_direct_message_is_answered(slack: Harness):
                                   "text": "How long is the X200 warranty?"})
     await slack.bot.drain()
     assert "3 years" in slack.fake.thread_text(event["ts"])
-    assert all(c.params["channel"] == "D42" for c in slack.fake.posts(event["ts"]))
+    [message] = slack.fake.streams(event["ts"])
+    assert message in slack.fake.messages["D42"] and "3 years" in message["stream"]["markdown"]
 
 
 async def test_upload_failure_leaves_a_visible_note(slack: Harness):
@@ -515,6 +534,17 @@ async def test_upload_failure_leaves_a_visible_note(slack: Harness):
 
 
 async def test_slack_server_errors_and_rate_limits_are_retried(slack: Harness):
+    slack.fake.http_errors["chat.appendStream"] = [503, 500]
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.drain()
+    # the first append was sent three times (503, 500, then accepted): the stream is whole
+    assert len(slack.fake.calls_to("chat.appendStream")) >= 3 and not slack.fake.http_errors["chat.appendStream"]
+    [message] = slack.fake.streams(event["ts"])
+    assert message["stream"]["state"] == "stopped" and "14 kg" in message["stream"]["markdown"]
+    assert not slack.fake.posts(event["ts"])
+
+    # Posted when done (streaming refused), the answer's posts are retried the same way.
+    slack.fake.streaming_error = "method_not_supported_for_channel_type"
     slack.fake.http_errors["chat.postMessage"] = [503, 500]
     event, _ = await slack.mention("What is the X200 weight?")
     await slack.bot.drain()
@@ -576,9 +606,12 @@ async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_h
     event, _ = await harness.event({"type": "message", "channel_type": "channel", "user": "U1",
                                     "text": "and its weight?", "thread_ts": root})
     await harness.bot.drain()
-    posts = fake.posts(root)
-    assert len(posts) == 1
-    text = posts[0].params["text"]
+    # The failure ends the streamed message it interrupted: the step it stopped at is marked failed.
+    assert not fake.posts(root)
+    [message] = fake.streams(root)
+    stream = message["stream"]
+    assert stream["state"] == "stopped" and stream["tasks"]["context"]["status"] == "error"
+    text = stream["markdown"]
     assert "Gemini" in text and len(text) < 400 and "Traceback" not in text
     assert fake.calls_to("reactions.remove")  # the working indicator is cleared on failure too
 
@@ -679,11 +712,16 @@ def test_long_answers_are_split_within_slack_limits():
     assert len(messages) > 1
     for message in messages:
         assert message["text"] and len(message["blocks"]) <= 50
+        assert block_error(message["blocks"]) is None  # the fake's Block Kit rules, markdown totals included
         for block in message["blocks"]:
-            assert len(render._block_chars(block)) <= 3000
+            assert len(render._block_chars(block)) <= (10_000 if block["type"] == "markdown" else 3000)
+            if block["type"] == "markdown":  # cut at paragraph ends
+                assert block["text"].startswith("## Part ") and block["text"].endswith("& more.")
+    # The reader's Markdown is sent as written, in markdown blocks: no mrkdwn conversion.
+    pieces = [b["text"] for m in messages for b in m["blocks"] if b["type"] == "markdown"]
+    assert " ".join("\n\n".join(pieces).split()) == " ".join(markdown.split())  # split_text trims at the cuts
     text = "\n".join(render._block_chars(m["blocks"]) for m in messages)
-    assert "Interpreted as: the q" in text and "*Part 3*" in text and "<https://example.com/a|listed>" in text
-    assert "&amp; more" in text and "*Flow*" in text
+    assert "Interpreted as: the q" in text
     assert all(f"manual.pdf, p. {p}" in text for p in range(1, 5))
     assert ":warning: One citation was dropped." in text
 
@@ -700,7 +738,7 @@ def test_upload_items_are_capped_and_titled(tmp_path):
     cites = [Citation("d1", "manual.pdf", p, "q", preview=b"x", crop=b"x") for p in range(1, 8)]
     items = render.upload_items(Answer("q", "q", "a", citations=tuple(cites)))
     assert len(items) == 10
-    assert items[0]["title"] == "manual.pdf p. 1" and items[1]["title"] == "manual.pdf p. 1 (highlight)"
+    assert items[0]["title"] == "manual.pdf p. 1 — “q”" and items[1]["title"] == "manual.pdf p. 1 (highlight) — “q”"
 
 
 # ----- serve() ------------------------------------------------------------------------------------------
@@ -819,7 +857,7 @@ class StuckService(SpyService):
 
     stuck: list = []  # strong references: a pending task nobody holds is garbage-collected
 
-    async def answer(self, turn):
+    async def answer(self, turn, events=None):
         import asyncio
 
         self.turns.append(turn)
@@ -853,6 +891,8 @@ async def test_a_question_in_flight_when_the_bot_dies_is_answered_after_the_rest
 
 async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slack: Harness):
     # Before: three 500s (or one ok:false) ended in "Sorry, something went wrong"; the answer was lost.
+    # (Where streaming is refused, the answer is posted when it is done, as here.)
+    slack.fake.streaming_error = "method_not_supported_for_channel_type"
     slack.fake.http_errors["chat.postMessage"] = [500, 500, 500]
     event, _ = await slack.mention("What is the X200 weight?")
     await slack.bot.drain()
@@ -895,7 +935,7 @@ async def test_two_replicas_on_one_database_answer_each_event_once(make_harness,
     await a.bot.drain()
     await b.bot.drain()
     assert len(a.service.turns) + len(b.service.turns) == 1
-    assert len([p for p in answer_posts(fake, ts) if "14 kg" in str(p.params)]) == 1
+    assert len([p for p in answer_posts(fake, ts) if "14 kg" in str(p)]) == 1
     # A follow-up without a mention counts in a thread the bot answered: whichever replica gets it
     # finds that thread in the shared memory, with its history.
     follow_up = b if a.service.turns else a
@@ -908,8 +948,8 @@ async def test_two_replicas_on_one_database_answer_each_event_once(make_harness,
 
 # ----- feedback ------------------------------------------------------------------------------------------
 
-def feedback_values(post) -> dict[str, str]:
-    [block] = [b for b in post.params["blocks"] if b["type"] == "context_actions"]
+def feedback_values(post: dict) -> dict[str, str]:
+    [block] = [b for b in post["blocks"] if b["type"] == "context_actions"]
     [element] = block["elements"]
     return {"good": element["positive_button"]["value"], "bad": element["negative_button"]["value"]}
 
@@ -924,7 +964,7 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     second = answer_posts(slack.fake, event["ts"])[-1]
     for value, user in ((values["good"], "U1"), (values["bad"], "U1"), (values["good"], "U2"),
                         (feedback_values(second)["good"], "U1")):
-        response = await slack.click(post.params.get("ts", event["ts"]), value, user=user)
+        response = await slack.click(post["ts"], value, user=user)
         assert response.status == 200
     response = await slack.click(event["ts"], "bad:not-a-turn")
     assert response.status == 200  # acknowledged and ignored
@@ -933,7 +973,8 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     await slack.mention("And its width?", thread_ts="1700000099.000001")
     await slack.bot.drain()
     clarify = answer_posts(slack.fake, "1700000099.000001")
-    assert clarify and not any(b["type"] == "context_actions" for b in clarify[-1].params["blocks"])
+    assert clarify and not any(b["type"] == "context_actions" for b in clarify[-1]["blocks"] or [])
+    assert "Which" in clarify[-1]["text"]
 
     from bot.feedback_export import export, write
 

@@ -3,7 +3,8 @@
 Bolt calls `addressed` and `claim_delivery` as listener middleware (is the message for us? has this
 delivery been handled already?), then `on_question`, which acknowledges at once and leaves the work
 to a background task: screenshots are read, the conversation flow (core.Conversation) answers with
-the thread's memory, and the answer, then its page previews, are posted in the thread.
+the thread's memory while its stages and text stream into the thread (stream.py), and the answer's
+evidence, then its page previews, follow it.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
 from .replies import Thread
+from .stream import AnswerStream
 from .settings import SlackSettings
 from ..background import BackgroundTasks
 from ..triggers import asks_to_index
@@ -95,10 +97,12 @@ class SlackQuestions:
                 return
             await self.indexing.from_message(thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None)
             return
-        await self.answer(thread, team, ts, text, files)
+        await self.answer(thread, team, ts, text, files, event.get("user", ""))
 
-    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict]) -> None:
-        async with thread.working(ts), thread.failures_shown("answering"):
+    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str) -> None:
+        stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, team, user,
+                              self.settings.stream_interval_s) if self.settings.streaming else None
+        async with thread.working(ts), thread.failures_shown("answering", stream):
             images, problems = await self.files.screenshots(files)
             warnings = "\n".join(f":warning: {render.escape(p)}" for p in problems)
             if not question.strip() and not images:
@@ -109,11 +113,17 @@ class SlackQuestions:
             # The rendering is kept with the exchange until it is posted: a reply Slack refuses is
             # posted again when the question is asked again, without searching again.
             reply = await self.conversation.ask(("slack", team, thread.channel, thread.thread_ts), question, images,
-                                                scope=f"slack:{team}", render=render.render_answer, keep_reply=True)
-            if await thread.post_answer(reply.rendered):
+                                                scope=f"slack:{team}", render=render.render_answer, keep_reply=True,
+                                                events=stream.event if stream else None)
+            answer = reply.answer
+            # The streamed message ends with the evidence and the buttons; without a live stream (refused,
+            # broken, or a stored reply sent again) the whole rendering is posted, as before streaming.
+            after = None if stream is None or answer is None else await stream.finish(
+                answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
+            if await thread.post_answer(reply.rendered if after is None else after):
                 await self.conversation.delivered(reply)
-            if reply.answer is not None and not reply.answer.clarifying_question:
-                await thread.upload_previews(reply.answer)
+            if answer is not None and not answer.clarifying_question:
+                await thread.upload_previews(answer)
 
 
 async def refetch_files(client: AsyncWebClient, event: dict) -> dict:

@@ -1,8 +1,11 @@
-"""Answer records -> Slack messages (Block Kit) and the file list for the preview upload.
+"""Answer records -> Slack messages (Block Kit), the end of a streamed answer, and the file list
+for the evidence upload.
 
-Pure functions, no network: the adapter posts what these return.
-Slack limits honoured here: section text <= 3000 characters, <= 50 blocks per message, and a
-conservative total per message (payloads near 13k characters of blocks get msg_blocks_too_long).
+Pure functions, no network: the adapter posts what these return. The reader's Markdown goes into
+`markdown` blocks as written (tables, lists, code); our own lines (limitations, sources, notes) are
+mrkdwn sections. Slack limits honoured here: section text <= 3000 characters, markdown blocks <=
+12,000 characters each and together per message, <= 50 blocks per message, and a conservative
+total per message (payloads near 13k characters of blocks get msg_blocks_too_long).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from bot.text_split import clip, split_text as split_pieces
 from core import Answer, Citation, Document, IndexReport, Progress, own_and_shared
 
 SECTION_LIMIT = 3000
+MARKDOWN_PIECE = 10_000  # of one markdown block (Slack: 12,000), leaving room in its message
 BLOCKS_PER_MESSAGE = 50
 CHARS_PER_MESSAGE = 11_000
 MAX_UPLOADS = 10
@@ -38,50 +42,6 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)[-*+]\s+")
-
-
-def to_mrkdwn(markdown: str) -> str:
-    """Convert the reader's Markdown to Slack mrkdwn; code fences are copied untouched."""
-    out: list[str] = []
-    in_code = False
-    for line in markdown.splitlines():
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-            out.append("```")
-            continue
-        if in_code:
-            out.append(escape(line))
-            continue
-        out.append(_inline(line))
-    if in_code:
-        out.append("```")
-    return "\n".join(out).strip()
-
-
-def _inline(line: str) -> str:
-    heading = _HEADING.match(line)
-    if heading:
-        line = "**" + heading.group(1) + "**" if heading.group(1) else ""
-    line = _BULLET.sub(lambda m: m.group(1) + "• ", line)
-    # Links are protected before escaping so their URLs keep their characters.
-    links: list[str] = []
-
-    def keep_link(m: re.Match) -> str:
-        links.append(f"<{m.group(2)}|{escape(m.group(1))}>")
-        return f"\x00{len(links) - 1}\x00"
-
-    line = escape(_LINK.sub(keep_link, line))
-    line = _BOLD.sub(lambda m: "\x01" + m.group(2) + "\x01", line)
-    line = _ITALIC.sub(lambda m: "_" + m.group(1) + "_", line)
-    line = line.replace("\x01", "*")
-    return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], line)
-
-
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
     return split_pieces(text, limit)
 
@@ -105,15 +65,29 @@ def source_line(citation: Citation) -> str:
     return line
 
 
+def markdown(text: str) -> dict:
+    return {"type": "markdown", "text": text}
+
+
+def markdown_blocks(text: str) -> list[dict]:
+    """The reader's Markdown as written, split at paragraph ends into blocks Slack takes."""
+    return [markdown(piece) for piece in split_text(text, MARKDOWN_PIECE)]
+
+
 def answer_blocks(answer: Answer) -> list[dict]:
-    """All blocks of an answer, in reading order, each within the section limit."""
+    """All blocks of an answer, in reading order, each within its block's limit."""
     blocks: list[dict] = []
     if answer.topic_label:  # only a topic the Jev selector decided with confidence
         blocks.append(context(f"{TOPIC_MARKS.get(answer.topic_label, TOPIC_MARKS['other'])} Topic: *{answer.topic_label}*"))
     if answer.changed_question and answer.interpreted_question.strip():
         blocks.append(context(f"Interpreted as: {escape(answer.interpreted_question.strip())}"))
-    for piece in split_text(to_mrkdwn(answer.markdown) or "_(no answer text)_"):
-        blocks.append(section(piece))
+    blocks += markdown_blocks(answer.markdown) or [section("_(no answer text)_")]
+    return blocks + evidence_blocks(answer)
+
+
+def evidence_blocks(answer: Answer) -> list[dict]:
+    """What follows the answer's text: its limitations, its sources (one line per citation), notes."""
+    blocks: list[dict] = []
     if answer.limitations:
         text = "*Limitations*\n" + "\n".join(f"• {escape(x)}" for x in answer.limitations)
         blocks.extend(section(p) for p in split_text(text))
@@ -130,7 +104,7 @@ def pack_messages(blocks: list[dict], fallback: str) -> list[dict]:
     messages: list[dict] = []
     current: list[dict] = []
     size = 0
-    for block in blocks:
+    for block in blocks:  # markdown blocks count here too: their 12,000 per message is above the cap
         length = len(_block_chars(block))
         if current and (len(current) >= BLOCKS_PER_MESSAGE or size + length > CHARS_PER_MESSAGE):
             messages.append({"blocks": current})
@@ -160,12 +134,30 @@ def render_answer(answer: Answer, turn_id: int | None = None) -> list[dict]:
         blocks = [section(f":question: {piece}") for piece in split_text(question, SECTION_LIMIT - 20)]
         return pack_messages(blocks, answer.clarifying_question.strip())
     fallback = " ".join(answer.markdown.split()) or "Answer"
-    messages = pack_messages(answer_blocks(answer), fallback)
-    if turn_id is not None:  # under the answer's last message; the block counts no characters
-        if len(messages[-1]["blocks"]) < BLOCKS_PER_MESSAGE:
-            messages[-1]["blocks"].append(feedback_block(turn_id))
-        else:
-            messages.append({"blocks": [feedback_block(turn_id)], "text": "Was this answer helpful?"})
+    return with_feedback(pack_messages(answer_blocks(answer), fallback), turn_id)
+
+
+def stream_end(answer: Answer, turn_id: int | None, overflow: str = "") -> tuple[list[dict], list[dict]]:
+    """The blocks chat.stopStream puts under a streamed answer, and the messages that follow it: the
+    text that did not fit in the streamed message (then everything after it follows it too), the
+    evidence beyond one message, and the feedback buttons at the very end."""
+    if answer.clarifying_question:
+        return [], []
+    fallback = " ".join(overflow.split()) or "Sources of the answer above"
+    messages = with_feedback(pack_messages(markdown_blocks(overflow) + evidence_blocks(answer), fallback), turn_id)
+    if overflow or not messages:
+        return [], messages
+    return messages[0]["blocks"], messages[1:]
+
+
+def with_feedback(messages: list[dict], turn_id: int | None) -> list[dict]:
+    """👍 / 👎 under the answer's last message, for a stored turn; the block counts no characters."""
+    if turn_id is None:
+        return messages
+    if messages and len(messages[-1]["blocks"]) < BLOCKS_PER_MESSAGE:
+        messages[-1]["blocks"].append(feedback_block(turn_id))
+    else:
+        messages.append({"blocks": [feedback_block(turn_id)], "text": "Was this answer helpful?"})
     return messages
 
 
@@ -182,15 +174,18 @@ def feedback_block(turn_id: int) -> dict:
 
 
 def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
-    """Page previews and highlight crops for files_upload_v2, each titled "document p. N"."""
+    """Page previews and highlight crops for files_upload_v2, each titled with its sources line
+    ("document p. N (highlight) — “quote”"), which Slack shows with the image."""
     items: list[dict] = []
     for citation in answer.citations:
         stem = re.sub(r"[^\w.-]+", "_", Path(citation.title).stem)[:60] or "page"
+        quote = " ".join(citation.quote.split())
+        quote = f" — “{clip(quote, 100)}”" if quote else ""
         for data, kind, ext in ((citation.preview, "page", ".jpg"), (citation.crop, "highlight", ".png")):
             if not data:
                 continue
             suffix = " (highlight)" if kind == "highlight" else ""
-            items.append({"content": data, "title": f"{citation.title} p. {citation.page}{suffix}",
+            items.append({"content": data, "title": f"{citation.title} p. {citation.page}{suffix}{quote}",
                           "filename": f"{stem}-p{citation.page}-{kind}{ext}",
                           "alt_txt": f"{citation.label}{' highlight' if suffix else ' preview'}"})
             if len(items) >= limit:
@@ -243,6 +238,8 @@ def status_text(status: dict) -> str:
 def _block_chars(block) -> str:
     if isinstance(block, list):
         return "\n".join(_block_chars(b) for b in block)
+    if isinstance(block.get("text"), str):  # a markdown block
+        return block["text"]
     if isinstance(block.get("text"), dict):
         return block["text"].get("text", "")
     return "\n".join(e.get("text", "") for e in block.get("elements", []) if isinstance(e, dict))

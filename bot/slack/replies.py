@@ -1,5 +1,5 @@
 """Posting in a Slack thread: plain messages, answers (with a plain-text fallback when Slack refuses
-their blocks), the page-preview upload, and the working indicator while a question is answered.
+their blocks), the evidence upload, and the working indicator while a question is answered.
 
 Nothing here raises: these are the last step of every flow, where a failure can only be shown (if
 Slack takes any message at all) and logged.
@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core import Answer, PixelragError
 
 from . import render
+from .stream import AnswerStream
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -63,13 +64,18 @@ class Thread:
         return True
 
     async def upload_previews(self, answer: Answer) -> None:
+        """The cited pages and their highlights, in one message right under the answer, each image
+        titled with its sources line. (Not images inside the answer's blocks: files the bot uploads
+        without sharing them are private to it, and Slack refuses them in blocks as invalid_blocks.)"""
         items = render.upload_items(answer)
         if not items:
             return
         try:
+            pages = len({(c.doc_id, c.page) for c in answer.citations})
             await self.client.files_upload_v2(
                 channel=self.channel, thread_ts=self.thread_ts, file_uploads=items,
-                initial_comment="Pages cited: " + ", ".join(it["title"] for it in items))
+                initial_comment=f"Evidence for the answer above: {pages} cited page{'s' if pages != 1 else ''}, "
+                                "each with its quote highlighted.")
         except Exception:
             log.exception("preview upload to %s/%s failed", self.channel, self.thread_ts)
             await self.post(":warning: The page previews could not be uploaded; the sources above still name the pages.")
@@ -104,15 +110,18 @@ class Thread:
                     await self.client.reactions_remove(channel=self.channel, timestamp=ts, name=WORKING_REACTION)
 
     @contextlib.asynccontextmanager
-    async def failures_shown(self, what: str):
-        """A failure inside the block becomes a short message in the thread; details go to the log."""
+    async def failures_shown(self, what: str, stream: AnswerStream | None = None):
+        """A failure inside the block becomes a short message in the thread (at the end of the
+        streamed answer when one is live); details go to the log."""
         try:
             yield
         except Exception as exc:
             if isinstance(exc, PixelragError):
                 # The message is for the user; the traceback (a Gemini outage, say) is for the log.
                 log.warning("%s in %s/%s failed: %s", what, self.channel, self.thread_ts, exc, exc_info=True)
-                await self.warn(str(exc))
+                message = str(exc)
             else:
                 log.exception("%s in %s/%s failed", what, self.channel, self.thread_ts)
-                await self.post(f":warning: Sorry, something went wrong while {what}. The details are in the bot's log.")
+                message = f"Sorry, something went wrong while {what}. The details are in the bot's log."
+            if stream is None or not await stream.fail(message):
+                await self.warn(message)

@@ -19,6 +19,8 @@ class SlackSettings:
     index_users: frozenset[str] = frozenset()
     index_anyone: bool = False
     progress_interval_s: float = 2.0  # Slack rate-limits chat.update to about one per second
+    streaming: bool = True  # answers streamed (chat.startStream); off: posted when done
+    stream_interval_s: float = 0.6  # between appends to a stream: chat.appendStream is Tier 4 (100+ a minute)
     threads_db: Path = Path("index/slack-threads.sqlite")
 
     @classmethod
@@ -34,5 +36,7 @@ class SlackSettings:
             index_users=frozenset(u.strip() for u in extra.get("SLACK_INDEX_USERS", "").split(",") if u.strip()),
             index_anyone=flag(extra, "SLACK_INDEX_ANYONE"),
             progress_interval_s=number(extra, "SLACK_PROGRESS_INTERVAL", 2.0, 0.01, 60, float),
+            streaming=flag(extra, "SLACK_STREAMING", True),
+            stream_interval_s=number(extra, "SLACK_STREAM_INTERVAL", 0.6, 0.0, 10, float),
             threads_db=Path(extra.get("SLACK_THREADS_DB") or settings.index_dir / "slack-threads.sqlite"),
         )

@@ -6,8 +6,11 @@ Start it and point Settings at it:
         settings = fake.settings(embedding_dim=256)   # backend="gemini", key and base URL set
         backend = gemini_backend(settings)
 
-It answers `POST /{v1|v1beta}/models/{model}:batchEmbedContents` and `:generateContent`, accepting
-camelCase and snake_case bodies, and replies with API-shaped JSON.
+It answers `POST /{v1|v1beta}/models/{model}:batchEmbedContents`, `:generateContent` and
+`:streamGenerateContent?alt=sse`, accepting camelCase and snake_case bodies, and replies with
+API-shaped JSON; the stream as the API sends it: server-sent events, one `data: {response}` per
+chunk, each chunk a GenerateContentResponse holding the next piece of the text, the last one with
+finishReason STOP and usageMetadata (what google-genai's generate_content_stream parses).
 
 Embeddings are deterministic and meaningful (see `embed_content`): a hashed bag of words over the
 text parts, plus one hashed token per image (its sha256) and, optionally, words the test says
@@ -29,6 +32,9 @@ an unknown thinking level on Gemini 3 models. A 429 carries google.rpc.RetryInfo
 `retry_delay` (a Duration string such as "2s").
 
 Knobs: `latency` (seconds per request), `gate` (an asyncio.Event every request waits for),
+for streams `first_token_s` (time to the first chunk), `chunk_chars` (text per chunk), `hold` (an
+asyncio.Event the stream waits for after its first chunk), `break_after` (the connection drops
+after that many chunks: a failure in the middle of the answer),
 `script(endpoint, 429, 500, Hang(5))` (one step per request, then normal service), `fail_always`
 (a status for every request), `retry_delay`, and the records `requests` (Counter per endpoint),
 `embed_sizes` (contents per embed request), `bodies` (every received request), `max_in_flight`.
@@ -53,6 +59,7 @@ from core.config import Settings
 
 EMBED = "batchEmbedContents"
 GENERATE = "generateContent"
+STREAM = "streamGenerateContent"
 DEFAULT_DIM = 3072
 API_KEY = "fake-test-key"
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
@@ -251,7 +258,12 @@ class FakeGemini:
         self.latency = latency
         self.fail_always: int | None = None
         self.retry_delay = "0.05s"  # the RetryInfo of 429 answers
-        self.steps: dict[str, deque] = {EMBED: deque(), GENERATE: deque()}
+        self.steps: dict[str, deque] = {EMBED: deque(), GENERATE: deque(), STREAM: deque()}
+        self.first_token_s = 0.0
+        self.chunk_chars = 40
+        self.hold: asyncio.Event | None = None
+        self.break_after: int | None = None
+        self.chunks_sent = 0  # stream chunks written, over all streams
         self.replies: deque[str | dict | Raw] = deque()
         self.handler: Callable[[dict], str | dict | Raw] | None = None
         self.describe_image: Callable[[bytes], str] | None = None
@@ -302,13 +314,15 @@ class FakeGemini:
         self.steps[endpoint].extend(steps)
 
     def generate_bodies(self) -> list[dict]:
-        return [r.body for r in self.bodies if r.endpoint == GENERATE]
+        return [r.body for r in self.bodies if r.endpoint in (GENERATE, STREAM)]
 
     # -- serving --------------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         model, _, endpoint = request.match_info["call"].rpartition(":")
         version = request.match_info["version"]
-        if version not in ("v1", "v1beta") or endpoint not in (EMBED, GENERATE):
+        if version not in ("v1", "v1beta") or endpoint not in (EMBED, GENERATE, STREAM):
+            return error_response(404, f"Unknown method {request.path}")
+        if endpoint == STREAM and request.query.get("alt") != "sse":  # only the SSE form (what google-genai asks for)
             return error_response(404, f"Unknown method {request.path}")
         if request.headers.get("x-goog-api-key") != API_KEY:
             return error_response(401, "API key not valid. Please pass a valid API key.")
@@ -338,6 +352,8 @@ class FakeGemini:
                 return error_response(self.fail_always, f"Persistent failure {self.fail_always}.", self.retry_delay)
             if self.latency:
                 await self._sleep(self.latency)
+            if endpoint == STREAM:
+                return await self._stream(request, body)
             return self._embed(body) if endpoint == EMBED else self._generate(body)
         finally:
             self.in_flight -= 1
@@ -358,9 +374,37 @@ class FakeGemini:
             out.append({"values": embed_content(req.get("content") or {}, int(dim), self.describe_image)})
         return web.json_response({"embeddings": out})
 
-    def _generate(self, body: dict) -> web.Response:
+    def _reply(self, body: dict) -> str | Raw:
         reply = self.replies.popleft() if self.replies else (self.handler or default_reply)(body)
+        return reply if isinstance(reply, (str, Raw)) else json.dumps(reply)
+
+    def _generate(self, body: dict) -> web.Response:
+        reply = self._reply(body)
         if isinstance(reply, Raw):
             return web.json_response(reply.body, status=reply.status)
-        text = reply if isinstance(reply, str) else json.dumps(reply)
-        return web.json_response(model_response(text))
+        return web.json_response(model_response(reply))
+
+    async def _stream(self, request: web.Request, body: dict) -> web.StreamResponse:
+        reply = self._reply(body)
+        if isinstance(reply, Raw):
+            return web.json_response(reply.body, status=reply.status)
+        pieces = [reply[i:i + self.chunk_chars] for i in range(0, len(reply), self.chunk_chars)] or [""]
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        if self.first_token_s:
+            await self._sleep(self.first_token_s)
+        for n, piece in enumerate(pieces):
+            if self.break_after is not None and n >= self.break_after:
+                request.transport.close()  # mid-answer: the client sees the body end unfinished
+                return response
+            chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+                     "modelVersion": "fake"}
+            if n == len(pieces) - 1:
+                chunk = model_response(piece)
+            await response.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
+            self.chunks_sent += 1
+            if n == 0 and self.hold is not None:
+                await self.hold.wait()
+        await response.write_eof()
+        return response

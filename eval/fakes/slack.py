@@ -20,6 +20,16 @@ unknown messages, duplicate reactions, uploads completed for files never uploade
 markdown block, more than 10 files per message, a response_url used more than 5 times or after
 30 minutes, and chat.postMessage bursts beyond its per-channel rate limit (429 with Retry-After).
 
+Streaming (chat.startStream / appendStream / stopStream, see `_stream_error`): a stream needs
+thread_ts, recipient_user_id and recipient_team_id (missing_recipient_user_id / _team_id: the docs
+require them in channels, and apps have seen them required in DMs too, so the fake always does);
+markdown_text or chunks, not both; chunks of the four documented types with their fields
+(invalid_chunks); at most 12,000 characters of markdown_text per call and, assumed here as for
+markdown blocks, per streamed message (msg_too_long); an unknown ts is message_not_found, a stopped
+or expired stream (about five minutes) message_not_in_streaming_state; stop's blocks pass
+`block_error`; appendStream bursts beyond its Tier 4 budget get 429 with Retry-After.
+`streaming_error` makes chat.startStream refuse, as a surface without streaming does.
+
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
 from __future__ import annotations
@@ -55,6 +65,11 @@ MAX_FILES_PER_MESSAGE = 10
 RESPONSE_URL_USES = 5
 RESPONSE_URL_LIFETIME_S = 30 * 60
 POST_BURST = 6  # chat.postMessage: about one message per second per channel, short bursts allowed
+APPEND_BURST, APPEND_PER_S = 20, 100 / 60  # chat.appendStream: Tier 4 (100+ a minute), bursts allowed
+STREAM_LIFETIME_S = 300  # a streamed message stops taking appends about five minutes after it started
+MAX_STREAM_TEXT = 12_000  # markdown_text per call (documented) and per streamed message (assumed)
+MAX_TASK_TITLE = 256
+TASK_STATUSES = {"pending", "in_progress", "complete", "error"}
 DOWNLOAD_CHUNK = 16 * 1024
 KNOWN_BLOCKS = {"section", "context", "header", "divider", "image", "markdown", "rich_text", "actions",
                 "context_actions", "file", "video", "input", "table"}
@@ -65,7 +80,9 @@ SCOPES = {
     "files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
     "files.info": "files:read", "users.info": "users:read",
     "assistant.threads.setStatus": "chat:write",
+    "chat.startStream": "chat:write", "chat.appendStream": "chat:write", "chat.stopStream": "chat:write",
 }
+STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 
 def manifest_scopes(path: Path = MANIFEST) -> set[str]:
@@ -90,6 +107,7 @@ class Call:
     method: str
     params: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.perf_counter)  # when it arrived (benchmarks measure from it)
 
 
 def _text_of(obj: Any) -> str:
@@ -198,6 +216,9 @@ class FakeSlack:
         self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
         self.rate_limited = 0  # 429s answered
+        self.streaming_error: str | None = None  # what chat.startStream answers where streaming is unavailable
+        self.stream_lifetime_s = STREAM_LIFETIME_S
+        self._append_tokens = (float(APPEND_BURST), time.monotonic())
         self.download_chunked = False  # stream downloads with chunked encoding instead of a Content-Length
         self.download_drop_after: int | None = None  # close the connection after this many bytes
         self._response_urls: dict[str, list[float]] = {}  # name -> times used
@@ -275,12 +296,38 @@ class FakeSlack:
         posts = self.calls_to("chat.postMessage")
         return posts if thread_ts is None else [c for c in posts if c.params.get("thread_ts") == thread_ts]
 
+    def streams(self, thread_ts: str | None = None) -> list[dict]:
+        """Streamed messages (their "stream" record: state, markdown, tasks, chunks), oldest first."""
+        return [m for ms in self.messages.values() for m in ms
+                if "stream" in m and (thread_ts is None or m.get("thread_ts") == thread_ts)]
+
+    def replies(self, thread_ts: str) -> list[dict]:
+        """The bot's finished messages in a thread that carry blocks: posted ones and stopped streams
+        ({"ts", "blocks", "text"}), in the order they were made."""
+        out = []
+        for call in self.calls:
+            if call.method == "chat.postMessage" and call.params.get("thread_ts") == thread_ts \
+                    and call.params.get("blocks") and call.params.get("_ts"):
+                out.append({"ts": call.params["_ts"], "blocks": call.params["blocks"],
+                            "text": call.params.get("text", "")})
+            elif call.method == "chat.stopStream" and call.params.get("_stopped"):
+                message = self._find(str(call.params.get("channel", "")), call.params.get("ts"))
+                if message and message.get("thread_ts") == thread_ts:
+                    out.append({"ts": message["ts"], "blocks": message["stream"]["blocks"],
+                                "text": message["stream"]["markdown"]})
+        return out
+
     def thread_text(self, thread_ts: str) -> str:
-        """Everything posted in a thread (text and block text), as one string."""
+        """Everything posted in a thread (text and block text, streamed text and task updates), as one string."""
         parts = []
         for call in self.posts(thread_ts):
             parts.append(str(call.params.get("text", "")))
             parts.extend(block_text(call.params.get("blocks")))
+        for message in self.streams(thread_ts):
+            stream = message["stream"]
+            parts.append(stream["markdown"])
+            parts.extend(f"{t['title']} {t.get('details', '')} {t.get('output', '')}" for t in stream["tasks"].values())
+            parts.extend(block_text(stream["blocks"]))
         for call in self.calls_to("files.completeUploadExternal"):
             if call.params.get("thread_ts") == thread_ts:
                 parts.append(str(call.params.get("initial_comment", "")))
@@ -344,9 +391,15 @@ class FakeSlack:
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
-        if method == "chat.postMessage" and self._rate_limited(str(params.get("channel", ""))):
+        if (method == "chat.postMessage" and self._rate_limited(str(params.get("channel", "")))) or \
+                (method == "chat.appendStream" and self._append_limited()):
             self.rate_limited += 1  # not a refusal: the client is told when to retry
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        if method == "chat.startStream" and self.streaming_error:
+            return web.json_response({"ok": False, "error": self.streaming_error})  # asked for: not a refusal
+        if method in STREAM_METHODS:
+            if error := self._stream_error(method, params):
+                return self._refuse(method, error)
         if method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
             if error := self._message_error(params):
                 return self._refuse(method, error)
@@ -364,6 +417,89 @@ class FakeSlack:
         limited = tokens < 1
         self._post_tokens[channel] = (tokens if limited else tokens - 1, now)
         return limited
+
+    def _append_limited(self) -> bool:
+        """One token bucket for the workspace (Slack's tiers count per app and workspace)."""
+        now = time.monotonic()
+        tokens, last = self._append_tokens
+        tokens = min(float(APPEND_BURST), tokens + (now - last) * APPEND_PER_S)
+        limited = tokens < 1
+        self._append_tokens = (tokens if limited else tokens - 1, now)
+        return limited
+
+    def _stream_error(self, method: str, params: dict) -> str | None:
+        """What Slack answers a streaming call it refuses, or None."""
+        if not params.get("channel"):
+            return "channel_not_found"
+        markdown, chunks = params.get("markdown_text"), params.get("chunks")
+        if markdown is not None and chunks is not None:
+            return "invalid_arguments"
+        if markdown is not None and (not isinstance(markdown, str) or len(markdown) > MAX_STREAM_TEXT):
+            return "msg_too_long"
+        if chunks is not None and (error := chunks_error(chunks)):
+            return error
+        if method == "chat.startStream":
+            if not params.get("thread_ts"):
+                return "invalid_arguments"
+            for field in ("recipient_user_id", "recipient_team_id"):
+                if not params.get(field):
+                    return f"missing_{field}"
+            if params.get("task_display_mode") not in (None, "timeline", "plan"):
+                return "invalid_arguments"
+            return None
+        message = self._find(str(params["channel"]), params.get("ts"))
+        if message is None or "stream" not in message:
+            return "message_not_found"
+        stream = message["stream"]
+        if stream["state"] != "streaming" or time.monotonic() - stream["started"] > self.stream_lifetime_s:
+            return "message_not_in_streaming_state"
+        if method == "chat.appendStream" and markdown is None and not chunks:
+            return "invalid_arguments"  # nothing to append
+        added = len(markdown or "") + sum(len(c.get("text", "")) for c in chunks or [] if c.get("type") == "markdown_text")
+        if len(stream["markdown"]) + added > MAX_STREAM_TEXT:
+            return "msg_too_long"
+        if method == "chat.stopStream" and params.get("blocks") is not None:
+            blocks = params["blocks"]
+            if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+                return "invalid_blocks"
+            return block_error(blocks)
+        return None
+
+    def _stream_content(self, message: dict, params: dict) -> None:
+        stream = message["stream"]
+        chunks = list(params.get("chunks") or [])
+        if params.get("markdown_text"):
+            chunks.insert(0, {"type": "markdown_text", "text": params["markdown_text"]})
+        for chunk in chunks:
+            stream["chunks"].append(chunk)
+            if chunk["type"] == "markdown_text":
+                stream["markdown"] += chunk["text"]
+            elif chunk["type"] == "task_update":
+                task = stream["tasks"].setdefault(chunk["id"], {})
+                details = task.get("details", "") + chunk.get("details", "")  # title and status replace, details append
+                task.update({k: v for k, v in chunk.items() if k != "type"}, details=details)
+        message["text"] = stream["markdown"]
+
+    def _m_chat_startStream(self, params: dict) -> dict:
+        ts = self._new_ts()
+        message = {"ts": ts, "text": "", "bot_id": BOT_ID, "user": BOT_USER_ID, "thread_ts": params.get("thread_ts"),
+                   "stream": {"state": "streaming", "started": time.monotonic(), "markdown": "", "chunks": [],
+                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id")}}
+        self._stream_content(message, params)
+        self.messages.setdefault(params["channel"], []).append(message)
+        return {"channel": params["channel"], "ts": ts}
+
+    def _m_chat_appendStream(self, params: dict) -> dict:
+        message = self._find(params["channel"], params["ts"])
+        self._stream_content(message, params)
+        return {"channel": params["channel"], "ts": params["ts"]}
+
+    def _m_chat_stopStream(self, params: dict) -> dict:
+        message = self._find(params["channel"], params["ts"])
+        self._stream_content(message, params)
+        message["stream"].update(state="stopped", blocks=params.get("blocks"))
+        params["_stopped"] = True  # for replies(): the call that finished the message
+        return {"channel": params["channel"], "ts": params["ts"], "message": {"ts": params["ts"], "text": message["text"]}}
 
     @staticmethod
     def _message_error(params: dict) -> str | None:
@@ -393,6 +529,7 @@ class FakeSlack:
         message = {"ts": ts, "text": params.get("text", ""), "bot_id": BOT_ID, "user": BOT_USER_ID,
                    "thread_ts": params.get("thread_ts")}
         self.messages.setdefault(params.get("channel", ""), []).append(message)
+        params["_ts"] = ts  # for replies()
         return {"channel": params.get("channel"), "ts": ts, "message": message}
 
     def _m_chat_update(self, params: dict) -> dict | str:
@@ -530,6 +667,41 @@ class FakeSlack:
             return web.Response(status=404, text="not found")
         data, ctype = self.public_files[name]
         return web.Response(body=data, content_type=ctype)
+
+
+def chunks_error(chunks: Any) -> str | None:
+    """invalid_chunks for a chunk list Slack would refuse: each chunk one of the documented types
+    with its fields (a task's title within about 256 characters, its status one of four)."""
+    if not isinstance(chunks, list):
+        return "invalid_chunks"
+    for chunk in chunks:
+        kind = chunk.get("type") if isinstance(chunk, dict) else None
+        if kind == "markdown_text":
+            text = chunk.get("text")
+            if not isinstance(text, str) or not text:
+                return "invalid_chunks"
+            if len(text) > MAX_STREAM_TEXT:
+                return "msg_too_long"
+        elif kind == "task_update":
+            if not isinstance(chunk.get("id"), str) or not chunk["id"] or chunk.get("status") not in TASK_STATUSES:
+                return "invalid_chunks"
+            if not isinstance(chunk.get("title"), str) or not 0 < len(chunk["title"]) <= MAX_TASK_TITLE:
+                return "invalid_chunks"
+            if any(k in chunk and not isinstance(chunk[k], str) for k in ("details", "output")):
+                return "invalid_chunks"
+            sources = chunk.get("sources", [])
+            if not isinstance(sources, list) or any(not isinstance(x, dict) or x.get("type") != "url"
+                                                    or not x.get("url") or not x.get("text") for x in sources):
+                return "invalid_chunks"
+        elif kind == "plan_update":
+            if not isinstance(chunk.get("title"), str) or not chunk["title"]:
+                return "invalid_chunks"
+        elif kind == "blocks":
+            if block_error(chunk.get("blocks")):
+                return "invalid_chunks"
+        else:
+            return "invalid_chunks"
+    return None
 
 
 def block_text(blocks: Any) -> list[str]:

@@ -49,9 +49,12 @@ class GeminiCalls:
     async def aclose(self) -> None:
         await self.client.aio.aclose()
 
-    async def call(self, what: str, make: Callable[[], Awaitable[T]]) -> T:
+    async def call(self, what: str, make: Callable[[], Awaitable[T]],
+                   may_retry: Callable[[], bool] = lambda: True) -> T:
         """Run `make()` with a timeout; retry 408/429/5xx, timeouts and dropped connections with
-        backoff (at least the delay a 429's RetryInfo asks for), within the question's budget."""
+        backoff (at least the delay a 429's RetryInfo asks for), within the question's budget.
+        `may_retry() == False` (a streamed answer already partly shown) turns a retryable failure
+        into RemoteError: a second attempt would write a different answer under the first."""
         s = self.settings
         attempts = max(1, s.retry_attempts)
         delay = s.retry_initial_delay_s
@@ -80,6 +83,9 @@ class GeminiCalls:
                 failure = f"being unreachable ({type(e).__name__})"
             except (aiohttp.ClientError, ConnectionError) as e:
                 failure = f"dropping the connection ({type(e).__name__})"
+            if not may_retry():
+                raise RemoteError(f"Gemini broke off while writing the answer, {failure}. "
+                                  "The text above is incomplete: ask again.")
             left = deadline.remaining()
             if attempt < attempts and (left is None or wait < left):
                 await self.sleep(wait)
@@ -108,16 +114,22 @@ def json_answer(resp: types.GenerateContentResponse, what: str) -> dict:
     """The JSON object of a structured reply; RemoteError when blocked, empty or not JSON."""
     if isinstance(resp.parsed, dict):
         return resp.parsed
+    return json_text(resp.text or "", resp, what)
+
+
+def json_text(text: str, resp: types.GenerateContentResponse | None, what: str) -> dict:
+    """The JSON object in `text` (a streamed reply's pieces joined; `resp` its last chunk, which
+    carries the finish reason); RemoteError when blocked, empty or not JSON."""
     try:
-        data = json.loads(resp.text or "")
+        data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict):
         reason = ""
-        finish = resp.candidates[0].finish_reason if resp.candidates else None
+        finish = resp.candidates[0].finish_reason if resp and resp.candidates else None
         if finish and finish != types.FinishReason.STOP:
             reason = f" (finish reason {finish.name})"
-        elif resp.prompt_feedback and resp.prompt_feedback.block_reason:
+        elif resp and resp.prompt_feedback and resp.prompt_feedback.block_reason:
             reason = f" (blocked: {resp.prompt_feedback.block_reason.name})"
         raise RemoteError(f"Gemini returned an unreadable answer during {what}{reason}. Try asking again.")
     return data

@@ -1,12 +1,13 @@
 """The Gemini reader: at most four page images in, a cited Markdown answer out."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from google.genai import types
 
 from ...records import TOPICS, Box, Draft, DraftCitation, QueryImage, ReaderPage
-from .calls import GeminiCalls, json_answer
+from .calls import GeminiCalls, json_answer, json_text
+from .partial import StreamedString
 
 MAX_READER_PAGES = 4
 UNKNOWN_DOC = "?"  # doc_id of a citation whose page_ref names no attached page: the service drops it
@@ -78,6 +79,38 @@ class GeminiReader:
 
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
                    guidance: str = "") -> Draft:
+        refs, contents, config = self._request(question, pages, images, guidance)
+        resp = await self.calls.call(
+            "the reader call",
+            lambda: self.calls.models.generate_content(model=self.calls.settings.reader_model, contents=contents,
+                                                       config=config),
+        )
+        return self._draft(json_answer(resp, "the reader call"), refs)
+
+    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                             on_text: Callable[[str], None], guidance: str = "") -> Draft:
+        """The same request, streamed: the "answer" field's text goes to `on_text` as it arrives
+        (the schema lists it first, so it comes before the citations)."""
+        refs, contents, config = self._request(question, pages, images, guidance)
+        shown = False
+
+        async def stream() -> tuple[str, types.GenerateContentResponse | None]:
+            nonlocal shown
+            answer, pieces, last = StreamedString("answer"), [], None
+            async for chunk in await self.calls.models.generate_content_stream(
+                    model=self.calls.settings.reader_model, contents=contents, config=config):
+                piece = _text_of(chunk)
+                pieces.append(piece)
+                if new := answer.feed(piece):
+                    shown = True
+                    on_text(new)
+                last = chunk
+            return "".join(pieces), last
+
+        text, last = await self.calls.call("the reader call", stream, may_retry=lambda: not shown)
+        return self._draft(json_text(text, last, "the reader call"), refs)
+
+    def _request(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage], guidance: str):
         pages = list(pages)[:MAX_READER_PAGES]
         refs = {f"P{i}": p for i, p in enumerate(pages, 1)}
         parts: list[types.Part] = []
@@ -96,14 +129,9 @@ class GeminiReader:
             response_mime_type="application/json",
             response_json_schema=reader_schema(list(refs) or ["P1"]),
         )
-        s = self.calls.settings
-        resp = await self.calls.call(
-            "the reader call",
-            lambda: self.calls.models.generate_content(
-                model=s.reader_model, contents=[types.Content(role="user", parts=parts)], config=config
-            ),
-        )
-        data = json_answer(resp, "the reader call")
+        return refs, [types.Content(role="user", parts=parts)], config
+
+    def _draft(self, data: dict, refs: dict[str, ReaderPage]) -> Draft:
         return Draft(
             markdown=str(data.get("answer") or "").strip(),
             citations=tuple(self._citation(c, refs) for c in data.get("citations") or [] if isinstance(c, dict)),
@@ -119,3 +147,10 @@ class GeminiReader:
         if page is None:
             return DraftCitation(doc_id=UNKNOWN_DOC, page=0, quote=quote)
         return DraftCitation(doc_id=page.page.doc_id, page=page.page.page, quote=quote, box=box_from_2d(raw.get("box_2d")))
+
+
+def _text_of(chunk: types.GenerateContentResponse) -> str:
+    """A streamed chunk's text parts (not its thought parts), without the SDK's warning for chunks
+    that carry none."""
+    content = chunk.candidates[0].content if chunk.candidates else None
+    return "".join(p.text for p in (content.parts or []) if p.text and not p.thought) if content else ""

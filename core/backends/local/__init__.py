@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from ...config import Settings
-from ...ports import Backend
+from ...ports import Backend, TextSink, read_with
 from ...records import Draft, QueryImage, ReaderPage, Word
 from .context import HeuristicResolver
 from .embedder import LocalEmbedder
@@ -44,10 +44,10 @@ class LocalBackend(Backend):
         return await self.embedder.embed_query(text, ())  # the screenshots are in `text` as OCR
 
     async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage], guidance: str = "") -> Draft:
-        # It cannot see the screenshots either. It quotes passages and has no prompt, so the Jev task's
-        # formatting instructions (`guidance`) do not apply to it: its answers keep their one format.
-        return await self.reader.read(query_text, pages, images)
+                   images: Sequence[QueryImage], guidance: str = "", on_text: TextSink | None = None) -> Draft:
+        # It cannot see the screenshots either: it reads the question with their OCR text. It quotes
+        # passages and has no prompt, so the Jev task's formatting instructions (`guidance`) do not apply.
+        return await read_with(self.reader, query_text, pages, images, "", on_text)
 
     lexical = True
 

@@ -135,7 +135,9 @@ class ExtractiveReader:
     def __init__(self, similarity: Callable[[str, list[str]], np.ndarray] | None = None):
         self.similarity = similarity
 
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage]) -> Draft:
+    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                   guidance: str = "") -> Draft:
+        # `guidance` (a Jev task's formatting instructions) has no prompt to go into: the quotes stay as they are.
         pages_lines = [passages(rp.page) for rp in pages]
         boilerplate = repeated_lines(pages_lines)  # running headers and footers answer nothing
         pages_lines = [[ws for ws in page_lines if _shape(ws) not in boilerplate] for page_lines in pages_lines]
@@ -190,6 +192,13 @@ class ExtractiveReader:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
         return Draft("\n".join(lines), citations, tuple(limitations), topic_of(question))
+
+    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
+                             on_text: Callable[[str], None], guidance: str = "") -> Draft:
+        """Quotes are chosen all at once: the text arrives whole when they are."""
+        draft = await self.read(question, pages, images)
+        on_text(draft.markdown)
+        return draft
 
     async def _rerank(self, question: str, candidates: list[Passage], lexical: dict[int, float]) -> dict[int, float]:
         """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1."""

@@ -1,0 +1,209 @@
+"""One answer streamed into a Slack thread: chat.startStream at the first stage, task updates and
+the answer's Markdown appended as they come, chat.stopStream with the evidence and feedback blocks.
+
+The core calls `event()` from its own work and must never wait on Slack, so events only queue;
+one writer task sends them, one call at a time, at most one append per `interval` (appendStream is
+Tier 4): what arrives meanwhile goes out together in the next call. Where streaming is refused (a
+workspace or surface without it) or breaks, the stream goes quiet and says so in the log; the
+caller then posts the answer when it is done, as before streaming existed.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Callable
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core import Step, TextDelta
+
+log = logging.getLogger("pixelrag.slack")
+
+TEXT_LIMIT = 11_000  # of one streamed message's Markdown (Slack: 12,000); the rest follows in messages
+SOFT_LIMIT = 8_000  # beyond this, only whole paragraphs are streamed, so the message ends where one does
+
+
+class AnswerStream:
+    def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, team: str, user: str,
+                 interval: float = 0.6):
+        self.client, self.channel, self.thread_ts = client, channel, thread_ts
+        self.recipient = {"recipient_team_id": team, "recipient_user_id": user}
+        self.interval = interval
+        self.ts: str | None = None  # the streamed message, once started
+        self.broken = False  # refused or failed: nothing more is sent; the caller posts instead
+        self.streamed = ""  # the Markdown Slack has
+        self._text = ""  # Markdown waiting to be sent (beyond the limits: for the messages after the stream)
+        self._tasks: dict[str, dict] = {}  # step key -> its latest task_update chunk
+        self._changed: list[str] = []  # step keys with an update not yet sent
+        self._wake = asyncio.Event()
+        self._writer: asyncio.Task | None = None
+        self._last_call = 0.0
+
+    @property
+    def live(self) -> bool:
+        """Started and still taking appends."""
+        return self.ts is not None and not self.broken
+
+    # ----- what the core reports (sync, on the loop) -------------------------------------------
+    def event(self, event: Step | TextDelta) -> None:
+        if self.broken:
+            return
+        if isinstance(event, Step):
+            chunk = {"type": "task_update", "id": event.key, "title": event.title[:250], "status": event.status}
+            if event.detail:
+                chunk["details"] = event.detail[:1000]
+            self._tasks[event.key] = chunk
+            if event.key not in self._changed:
+                self._changed.append(event.key)
+        elif event.text:
+            self._text += event.text
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._write())
+        self._wake.set()
+
+    # ----- the end of the answer -----------------------------------------------------------------
+    async def finish(self, markdown: str, ending: Callable[[str], tuple[list[dict], list[dict]]]) -> list[dict] | None:
+        """Stop the stream with the answer's last text. `ending(overflow)`, given the Markdown that did
+        not fit in the streamed message, says which blocks chat.stopStream adds under it and which
+        messages follow; those messages are returned for the caller to post. None when the stream is
+        not live (never started, refused, broken): then the caller posts the whole answer."""
+        await self._drain()
+        if not self.live:
+            await self._abandon()
+            return None
+        rest = remainder(self.streamed + self._text, markdown)
+        tail, overflow = fit(self.streamed, self._text + rest, final=True)
+        self._text = ""
+        blocks, after = ending(overflow)
+        chunks = self._pending_chunks() + ([{"type": "markdown_text", "text": tail}] if tail else [])
+        try:
+            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks or None,
+                                              blocks=blocks or None)
+        except Exception:
+            log.warning("stopping the answer stream in %s/%s failed; posting the answer instead", self.channel,
+                        self.thread_ts, exc_info=True)
+            self.broken = True
+            await self._abandon()
+            return None
+        self.streamed += tail
+        return after
+
+    async def fail(self, message: str) -> bool:
+        """End the stream with `message` under what was written, the step in progress marked as failed.
+        False when the stream is not live (the caller shows the message another way)."""
+        await self._drain()
+        if not self.live:
+            await self._abandon()
+            return False
+        for key, chunk in self._tasks.items():
+            if chunk["status"] == "in_progress":
+                self._tasks[key] = {**chunk, "status": "error"}
+                self._changed.append(key)
+        text = fit(self.streamed, self._text, final=True)[0] + f"\n\n:warning: {message}"
+        chunks = self._pending_chunks() + [{"type": "markdown_text", "text": fit(self.streamed, text, final=True)[0]}]
+        try:
+            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks)
+            return True
+        except Exception:
+            log.warning("could not end the answer stream in %s/%s with its error", self.channel, self.thread_ts,
+                        exc_info=True)
+            self.broken = True
+            return False
+
+    # ----- the writer ----------------------------------------------------------------------------
+    async def _write(self) -> None:
+        while not self.broken:
+            await self._wake.wait()
+            self._wake.clear()
+            wait = self.interval - (time.monotonic() - self._last_call)
+            if self.ts is not None and wait > 0:
+                await asyncio.sleep(wait)  # appends are rate limited: let more arrive and send it together
+            await self._send()
+            if not self._wake.is_set():
+                return  # nothing new came meanwhile: event() starts a new writer when there is more
+
+    async def _send(self) -> None:
+        chunks = self._pending_chunks()
+        piece, self._text = fit(self.streamed, self._text)
+        if piece:
+            chunks.append({"type": "markdown_text", "text": piece})
+        if not chunks:
+            return
+        self._last_call = time.monotonic()
+        try:
+            if self.ts is None:
+                response = await self.client.chat_startStream(channel=self.channel, thread_ts=self.thread_ts,
+                                                              chunks=chunks, **self.recipient)
+                self.ts = response["ts"]
+            else:
+                await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
+        except Exception as exc:
+            self.broken = True
+            reason = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            if self.ts is None:
+                log.warning("Slack refused to stream the answer in %s/%s (%s); it is posted when it is done",
+                            self.channel, self.thread_ts, reason)
+            else:
+                log.warning("streaming the answer in %s/%s broke off (%s); it is posted when it is done",
+                            self.channel, self.thread_ts, reason)
+            return
+        self.streamed += "".join(c["text"] for c in chunks if c["type"] == "markdown_text")
+
+    def _pending_chunks(self) -> list[dict]:
+        chunks = [self._tasks[key] for key in self._changed]
+        self._changed = []
+        return chunks
+
+    async def _drain(self) -> None:
+        """Everything reported so far sent (or given up on)."""
+        while self._writer is not None and not self._writer.done():
+            self._wake.set()
+            await asyncio.wait({self._writer})
+        self._writer = None
+        if not self.broken and (self._changed or fit(self.streamed, self._text)[0]):
+            await self._send()
+
+    async def _abandon(self) -> None:
+        """A stream that broke after it started: end it with a pointer to the answer posted below."""
+        if self.ts is None or not self.broken:
+            return
+        with contextlib.suppress(Exception):
+            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[
+                {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}])
+
+
+def remainder(streamed: str, final: str) -> str:
+    """The part of the final answer not yet streamed: the reader streams the text the answer is made
+    from, but the final Markdown is trimmed (and a reader that streams nothing gives it all here)."""
+    if not streamed.strip():
+        return final
+    start = final.find(streamed.strip()[:200])
+    if start == -1:
+        return ""  # the streamed text is the answer's own; nothing sure to add
+    covered = start + len(streamed.strip())
+    return final[covered:]
+
+
+def fit(streamed: str, text: str, final: bool = False, limit: int = TEXT_LIMIT,
+        soft: int = SOFT_LIMIT) -> tuple[str, str]:
+    """What of `text` to stream now, after `streamed`, and what to keep. Up to `soft` everything goes;
+    beyond it whole paragraphs only (a paragraph not yet ended waits for more text, unless this is
+    the `final` text); nothing beyond `limit` (a paragraph longer than the room left is cut at a
+    line, else a word). streamed + sent + kept is always the text as written."""
+    room = limit - len(streamed)
+    if len(text) <= room and (final or len(streamed) + len(text) <= soft):
+        return text, ""
+    if room <= 0:
+        return "", text
+    cut = text.rfind("\n\n", 0, room + 1)
+    if cut > 0:
+        return text[:cut], text[cut:]
+    if len(text) <= room:
+        return "", text  # wait for the paragraph's end
+    if (cut == 0 or streamed.endswith("\n\n")) and len(streamed) > soft:
+        return "", text  # full at a paragraph's end: the next paragraph goes in the messages below
+    cut = max(text.rfind("\n", 0, room), text.rfind(" ", 0, room))
+    return (text[:cut], text[cut:]) if cut > 0 else (text[:room], text[room:])

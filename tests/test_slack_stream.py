@@ -1,0 +1,205 @@
+"""Streamed answers in Slack, offline: the fake Slack's streaming rules through the real slack_sdk,
+answers streamed from the local and the Gemini backend (fake Gemini streaming over SSE), the
+fallback where streaming is refused or breaks, a reader failing mid-answer, and long answers."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core.records import Answer, Citation, Step, TextDelta
+from core.service import Service
+from eval.fakes.gemini import STREAM, FakeGemini
+from eval.fakes.slack import BOT_TOKEN, FakeSlack
+from tests.test_slack import (CHANNEL, PUMP_PDF, CannedService, Harness, answer_posts, base_settings,  # noqa: F401
+                              fake, make_harness, slack)
+
+REFUSED = "method_not_supported_for_channel_type"
+
+
+async def test_the_fake_enforces_slacks_streaming_rules():
+    server = FakeSlack().start()
+    try:
+        client = AsyncWebClient(token=BOT_TOKEN, base_url=server.api_url)
+        who = {"recipient_team_id": "T1", "recipient_user_id": "U1"}
+        task = {"type": "task_update", "id": "search", "title": "Searching 2 documents", "status": "in_progress"}
+        for missing in who:
+            with pytest.raises(SlackApiError, match=f"missing_{missing}"):
+                await client.chat_startStream(channel=CHANNEL, thread_ts="1.1",
+                                              **{k: v for k, v in who.items() if k != missing})
+        for chunks, error in (([{**task, "status": "done"}], "invalid_chunks"), ([{**task, "title": "t" * 257}], "invalid_chunks"),
+                              ([{"type": "thinking", "text": "x"}], "invalid_chunks"),
+                              ([{"type": "markdown_text", "text": "m" * 12_001}], "msg_too_long")):
+            with pytest.raises(SlackApiError, match=error):
+                await client.chat_startStream(channel=CHANNEL, thread_ts="1.1", chunks=chunks, **who)
+        ts = (await client.chat_startStream(channel=CHANNEL, thread_ts="1.1", chunks=[task], **who))["ts"]
+        with pytest.raises(SlackApiError, match="invalid_arguments"):  # text or chunks, not both
+            await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="a", chunks=[task])
+        with pytest.raises(SlackApiError, match="message_not_found"):
+            await client.chat_appendStream(channel=CHANNEL, ts="1.999", markdown_text="a")
+        await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="a" * 11_990)
+        with pytest.raises(SlackApiError, match="msg_too_long"):  # 12,000 characters in one streamed message
+            await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="b" * 20)
+        with pytest.raises(SlackApiError, match="invalid_blocks"):
+            await client.chat_stopStream(channel=CHANNEL, ts=ts, blocks=[{"type": "markdown", "text": "x" * 12_001}])
+        await client.chat_stopStream(channel=CHANNEL, ts=ts, chunks=[{**task, "status": "complete"}])
+        for call in (client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="late"),
+                     client.chat_stopStream(channel=CHANNEL, ts=ts)):
+            with pytest.raises(SlackApiError, match="message_not_in_streaming_state"):
+                await call
+        [message] = server.streams("1.1")
+        assert message["stream"]["tasks"]["search"]["status"] == "complete"
+        # The SDK's own helper works against it too.
+        streamer = await client.chat_stream(channel=CHANNEL, thread_ts="1.2", buffer_size=4, **who)
+        await streamer.append(markdown_text="**hello")
+        await streamer.stop(markdown_text=" world**")
+        assert server.streams("1.2")[0]["stream"]["markdown"] == "**hello world**"
+        # Appends beyond the Tier 4 budget get 429 with Retry-After.
+        ts = (await client.chat_startStream(channel=CHANNEL, thread_ts="1.3", **who))["ts"]
+        with pytest.raises(SlackApiError) as info:
+            for _ in range(40):
+                await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="x")
+        assert info.value.response.status_code == 429 and info.value.response.headers["Retry-After"] == "1"
+        # A surface without streaming refuses to start one.
+        server.streaming_error = REFUSED
+        with pytest.raises(SlackApiError, match=REFUSED):
+            await client.chat_startStream(channel=CHANNEL, thread_ts="1.4", **who)
+    finally:
+        server.stop()
+
+
+async def test_where_streaming_is_refused_the_answer_is_posted_when_done(slack: Harness, caplog):
+    slack.fake.streaming_error = REFUSED
+    with caplog.at_level(logging.WARNING, logger="pixelrag.slack"):
+        event, _ = await slack.mention("What is the X200 weight?")
+        await slack.bot.drain()
+    assert len(slack.fake.calls_to("chat.startStream")) == 1 and not slack.fake.streams()
+    assert f"Slack refused to stream the answer in {CHANNEL}/{event['ts']} ({REFUSED})" in caplog.text
+    [post] = answer_posts(slack.fake, event["ts"])
+    kinds = [b["type"] for b in post["blocks"]]
+    assert kinds[0] == "markdown" and "14 kg" in post["blocks"][0]["text"] and kinds[-1] == "context_actions"
+    assert "went wrong" not in slack.fake.thread_text(event["ts"])
+    assert slack.fake.calls_to("files.completeUploadExternal")  # the evidence follows as usual
+
+
+async def gemini_harness(make_harness, fake, tmp_path, gemini: FakeGemini) -> Harness:
+    harness = await make_harness(settings=gemini.settings(base_settings(fake, tmp_path), embedding_dim=256))
+    await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    return harness
+
+
+TABLE_ANSWER = ("| Model | Weight |\n|---|---|\n| X200 | **14 kg** |\n\n"
+                "The pump weighs 14 kg without water; `X200` is its model code.\n\n- dry weight\n- no water")
+
+
+async def test_a_gemini_answer_appears_in_slack_while_it_is_written(make_harness, fake, tmp_path):
+    async with FakeGemini() as gemini:
+        harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
+        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
+                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.chunk_chars, gemini.hold = 30, asyncio.Event()
+        event, _ = await harness.mention("What is the X200 weight?")
+        # The first piece of the answer is in the thread while Gemini is still writing the rest.
+        [message] = await fake.wait_for(lambda: [m for m in fake.streams(event["ts"])
+                                                 if m["stream"]["markdown"].startswith("| Model")])
+        stream = message["stream"]
+        assert stream["state"] == "streaming" and gemini.chunks_sent == 1
+        assert stream["tasks"]["search"]["status"] == "complete" and stream["tasks"]["read"]["status"] == "in_progress"
+        assert len(stream["markdown"]) < len(TABLE_ANSWER)
+        gemini.hold.set()
+        await harness.bot.drain()
+    assert gemini.requests[STREAM] == 1 and stream["state"] == "stopped"
+    assert stream["markdown"] == TABLE_ANSWER  # Markdown as written: the table, the bold, the code, the list
+    assert {t["status"] for t in stream["tasks"].values()} == {"complete"}
+    assert stream["blocks"][-1]["type"] == "context_actions"
+    assert "x200-datasheet.pdf, p." in "\n".join(t for b in stream["blocks"] for t in [str(b)])
+    assert not fake.posts(event["ts"])
+
+
+async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(make_harness, fake, tmp_path):
+    async with FakeGemini() as gemini:
+        harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
+        gemini.replies.append({"answer": TABLE_ANSWER * 3, "citations": [], "limitations": [], "topic": "other"})
+        gemini.chunk_chars, gemini.break_after = 30, 3  # the connection drops after three pieces
+        event, _ = await harness.mention("What is the X200 weight?")
+        await harness.bot.drain()
+    assert gemini.requests[STREAM] == 1  # not retried: a second answer would be written under the first
+    [message] = fake.streams(event["ts"])
+    stream = message["stream"]
+    assert stream["state"] == "stopped" and stream["markdown"].startswith("| Model | Weight |")
+    assert "\n\n:warning: Gemini broke off while writing the answer" in stream["markdown"]
+    assert stream["tasks"]["read"]["status"] == "error" and stream["tasks"]["search"]["status"] == "complete"
+    assert not fake.posts(event["ts"])  # the error is in the message it interrupted
+    assert not await harness.store.history(("slack", "T1", CHANNEL, event["ts"]))
+
+
+class StreamingCanned(CannedService):
+    """A canned answer delivered as a reader would stream it."""
+
+    async def answer(self, turn, events=None):
+        self.turns.append(turn)
+        events(Step("search", "Searching 1 document"))
+        events(Step("search", "Searching 1 document", "complete", "1 page found"))
+        events(Step("read", "Reading p. 1 of manual.pdf"))
+        text = self.canned.markdown
+        for i in range(0, len(text), 700):
+            events(TextDelta(text[i:i + 700]))
+            await asyncio.sleep(0)  # the reader yields between pieces, as a network read does
+        events(Step("read", "Reading p. 1 of manual.pdf", "complete"))
+        self.answers.append(self.canned)
+        return self.canned
+
+
+async def test_a_long_streamed_answer_continues_in_messages_cut_at_paragraph_ends(make_harness, fake, tmp_path):
+    markdown = "\n\n".join(f"### Part {i}\n" + "The flow is listed in the table. " * 25 for i in range(30))
+    cites = tuple(Citation("d1", "manual.pdf", p, "listed in the table") for p in (1, 2))
+    answer = Answer("q", "q", markdown, citations=cites, limitations=("Prices are not stated.",))
+    harness = await make_harness(service=StreamingCanned(Service(base_settings(fake, tmp_path)), answer))
+    event, _ = await harness.mention("q")
+    await harness.bot.drain()
+    [message] = fake.streams(event["ts"])
+    streamed = message["stream"]["markdown"]
+    assert 5_000 < len(streamed) <= 12_000 and streamed.rstrip().endswith("table.")  # a paragraph's end
+    replies = answer_posts(fake, event["ts"])
+    assert replies[0]["ts"] == message["ts"] and not replies[0]["blocks"]  # the stream, then its continuation
+    rest = [b["text"] for r in replies[1:] for b in r["blocks"] if b["type"] == "markdown"]
+    assert rest and rest[0].startswith("### Part")
+    assert " ".join((streamed + "\n\n" + "\n\n".join(rest)).split()) == " ".join(markdown.split())
+    after = "\n".join(str(b) for r in replies[1:] for b in r["blocks"])
+    assert after.index("### Part 29") < after.index("Prices are not stated") < after.index("manual.pdf, p. 2")
+    assert replies[-1]["blocks"][-1]["type"] == "context_actions"  # the buttons close the answer
+
+
+async def test_a_stream_slack_will_not_stop_is_posted_instead_and_kept_until_delivered(slack: Harness):
+    slack.fake.fail.update({"chat.stopStream": "internal_error", "chat.postMessage": "internal_error"})
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.drain()
+    [message] = slack.fake.streams(event["ts"])
+    assert message["stream"]["state"] == "streaming"  # Slack would end it itself after a few minutes
+    assert not answer_posts(slack.fake, event["ts"])
+    # Asked again once Slack takes messages: the stored rendering is posted, not searched again.
+    for method in ("chat.stopStream", "chat.postMessage"):
+        del slack.fake.fail[method]
+    asked = len(slack.service.turns)
+    await slack.mention("What is the X200 weight?", thread_ts=event["ts"])
+    await slack.bot.drain()
+    assert len(slack.service.turns) == asked
+    [post] = answer_posts(slack.fake, event["ts"])
+    assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
+
+
+async def test_a_stream_that_expires_midway_is_followed_by_the_whole_answer(slack: Harness, caplog):
+    slack.fake.stream_lifetime_s = 0  # Slack ends a stream about five minutes after it started: here at once
+    with caplog.at_level(logging.WARNING, logger="pixelrag.slack"):
+        event, _ = await slack.mention("What is the X200 weight?")
+        await slack.bot.drain()
+    # Its first append was refused; the bot tried to close it with a pointer and posted the answer.
+    slack.fake.expected_refusals += [("chat.appendStream", "message_not_in_streaming_state"),
+                                     ("chat.stopStream", "message_not_in_streaming_state")]
+    assert "broke off (message_not_in_streaming_state)" in caplog.text
+    [post] = answer_posts(slack.fake, event["ts"])
+    assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
+    assert slack.fake.calls_to("files.completeUploadExternal")
