@@ -94,7 +94,7 @@ class Service:
         if self.store is None:
             database = await self.pages.status()
             return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "backend": self.settings.backend, **database,
-                    "documents": len(await self.pages.all_documents()), "indexing_now": self.indexing_now()}
+                    "documents": len(await self.pages.all_documents())}  # indexing_now: every process's
         catalog = self.store.catalog()
         return {
             "index_dir": str(self.settings.index_dir),

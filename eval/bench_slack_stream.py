@@ -27,13 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-QUESTIONS = [
-    "What is the mounting hole spacing of the HydroFlow HF-300?",
-    "What is the maximum system pressure?",
-    "How long is the warranty on the pump?",
-    "What is the price of the HF-300 pump?",
-    "Which voltage does the HF-300 need?",
-]
+from eval.sample_document import QUESTIONS  # noqa: E402
+
 ANSWER = ("The **HydroFlow HF-300** is mounted with four holes.\n\n| Value | Figure |\n|---|---|\n"
           "| Hole spacing | 148 mm |\n| Max. pressure | 10 bar |\n\nSee the drawing on page 3 for the layout. " * 2)
 

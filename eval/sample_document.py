@@ -20,6 +20,9 @@ from PIL import Image, ImageFilter
 A4 = pymupdf.paper_rect("a4")
 PRODUCT = "HydroFlow HF-300"
 SAMPLE_QUESTION = f"What is the mounting hole spacing of the {PRODUCT}?"
+# What the benchmarks ask the brochure: a drawing, a table, the service text, a price it does not state.
+QUESTIONS = (SAMPLE_QUESTION, "What is the maximum system pressure?", "How long is the warranty on the pump?",
+             f"What is the price of the {PRODUCT} pump?", f"Which voltage does the {PRODUCT} need?")
 
 
 def _raster(draw, width_pt: float, height_pt: float, dpi: int = 150) -> bytes:

@@ -47,7 +47,7 @@ async def test_a_failure_before_the_first_words_is_retried_and_one_after_them_is
             fake.script(STREAM, 503)
             fake.replies.append(reply)
             pieces: list[str] = []
-            draft = await backend.read("How heavy?", "How heavy?", [page()], (), pieces.append)
+            draft = await backend.read("How heavy?", "How heavy?", [page()], (), on_text=pieces.append)
             assert fake.requests[STREAM] == 2 and fake.requests[GENERATE] == 0
             assert len(pieces) > 3 and "".join(pieces) == ANSWER == draft.markdown
             assert draft.citations[0].quote == "14 kg"
@@ -55,7 +55,7 @@ async def test_a_failure_before_the_first_words_is_retried_and_one_after_them_is
             fake.replies.append(reply)
             fake.break_after, pieces = 2, []
             with pytest.raises(RemoteError, match="broke off while writing the answer"):
-                await backend.read("How heavy?", "How heavy?", [page()], (), pieces.append)
+                await backend.read("How heavy?", "How heavy?", [page()], (), on_text=pieces.append)
             assert fake.requests[STREAM] == 3 and pieces  # one attempt: its words were already shown
             # Without a listener the reader does not stream.
             fake.break_after = None

@@ -275,9 +275,9 @@ async def test_a_confident_task_gives_the_reader_its_instructions(base, fake):
     backend = service.backend
     original = backend.read
 
-    async def read(question, query_text, pages, images, guidance=""):
+    async def read(question, query_text, pages, images, guidance="", on_text=None):
         seen.append((len(pages), guidance))
-        return await original(question, query_text, pages, images, guidance)
+        return await original(question, query_text, pages, images, guidance, on_text)
 
     backend.read = read
     answer = await service.answer(Turn("How do I install the HF-300 pump?"))

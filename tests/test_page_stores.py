@@ -144,6 +144,7 @@ async def test_two_builders_of_one_document_take_turns(database_url, tmp_path):
     try:
         building = asyncio.create_task(first.index([str(pdf)]))
         await embedding.wait()
+        assert (await second.status())["indexing_now"] == ["m.pdf"]  # another process's build, seen
         waiter = asyncio.create_task(second.index(
             [str(pdf)], progress=lambda p: waiting.set() if p.stage == "wait" else None))
         await waiting.wait()
@@ -153,6 +154,7 @@ async def test_two_builders_of_one_document_take_turns(database_url, tmp_path):
         report = await waiter
         assert report.unchanged and not report.documents  # it saw the first build's document, published
         assert len(await second.all_documents()) == 1
+        assert (await second.status())["indexing_now"] == []
     finally:
         first.backend.embedder.embed_pages = real
         await _close(first)

@@ -57,6 +57,10 @@ MIGRATIONS = (
     CREATE INDEX pixelrag_terms_term ON pixelrag_terms (term);
     CREATE INDEX pixelrag_terms_doc ON pixelrag_terms (doc_id);
     CREATE TABLE pixelrag_term_pages (term TEXT COLLATE "C" PRIMARY KEY, pages INTEGER NOT NULL);
+    CREATE TABLE pixelrag_jobs (
+        key TEXT NOT NULL, session INTEGER NOT NULL DEFAULT pg_backend_pid(),
+        started TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
     CREATE TABLE pixelrag_images (
         content_hash TEXT PRIMARY KEY, jpeg BYTEA NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now()
     );

@@ -100,7 +100,8 @@ class PostgresPages:
             index = await self._index_row(conn)
             version = (await (await conn.execute("SELECT version FROM pixelrag_index")).fetchone() or [None])[0]
         return {"snapshot": f"database version {version}" if version else None,
-                "built_with": index[0] if index else None, "pages": index[1] if index else 0}
+                "built_with": index[0] if index else None, "pages": index[1] if index else 0,
+                "indexing_now": await self.jobs()}
 
     # --- building --------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -114,9 +115,20 @@ class PostgresPages:
                     if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone())[0]:
                         on_wait("another process")
                         await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                # Listed for every process's status while this session lives (a killed build's row is
+                # ignored: its session is gone).
+                await conn.execute("INSERT INTO pixelrag_jobs (key) SELECT * FROM unnest(%s::text[])", (list(keys),))
                 yield await PostgresBuild.start(self)
             finally:
+                await conn.execute("DELETE FROM pixelrag_jobs WHERE session = pg_backend_pid()")
                 await conn.execute("SELECT pg_advisory_unlock_all()")
+
+    async def jobs(self) -> list[str]:
+        """What is being indexed now, by any process: each document's origin."""
+        async with await self._connection() as conn:
+            await conn.execute("DELETE FROM pixelrag_jobs WHERE session NOT IN (SELECT pid FROM pg_stat_activity)")
+            rows = await (await conn.execute("SELECT key FROM pixelrag_jobs ORDER BY started")).fetchall()
+        return [r[0].split("\n", 1)[-1].rsplit("/", 1)[-1] for r in rows]
 
 
 class PostgresSearch:
