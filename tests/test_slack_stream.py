@@ -119,6 +119,22 @@ async def test_a_gemini_answer_appears_in_slack_while_it_is_written(make_harness
     assert not fake.posts(event["ts"])
 
 
+async def test_appends_slack_rate_limits_are_sent_later_in_the_same_stream(make_harness, fake, tmp_path):
+    """Many answers at once spend the app's append budget: the stream waits and goes on, nothing lost."""
+    async with FakeGemini() as gemini:
+        harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
+        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
+                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.chunk_chars = 30
+        fake.retry_after = "0"
+        fake.appends_limited = 5  # more than the client's own retries (it makes 3 attempts)
+        event, _ = await harness.mention("What is the X200 weight?")
+        await harness.bot.drain()
+    [message] = fake.streams(event["ts"])
+    assert fake.rate_limited >= 5 and message["stream"]["state"] == "stopped"
+    assert message["stream"]["markdown"] == TABLE_ANSWER and not fake.posts(event["ts"])
+
+
 async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(make_harness, fake, tmp_path):
     async with FakeGemini() as gemini:
         harness = await gemini_harness(make_harness, fake, tmp_path, gemini)

@@ -24,6 +24,7 @@ log = logging.getLogger("pixelrag.slack")
 
 TEXT_LIMIT = 11_000  # of one streamed message's Markdown (Slack: 12,000); the rest follows in messages
 SOFT_LIMIT = 8_000  # beyond this, only whole paragraphs are streamed, so the message ends where one does
+MAX_INTERVAL = 5.0  # the slowest appends get when Slack keeps rate limiting them
 
 
 class AnswerStream:
@@ -41,6 +42,8 @@ class AnswerStream:
         self._wake = asyncio.Event()
         self._writer: asyncio.Task | None = None
         self._last_call = 0.0
+        self._limited = 0  # appends refused in a row for the rate limit
+        self._ending = asyncio.Event()  # finish() or fail() is waiting: a rate-limit pause ends now
 
     @property
     def live(self) -> bool:
@@ -120,12 +123,17 @@ class AnswerStream:
             self._wake.clear()
             wait = self.interval - (time.monotonic() - self._last_call)
             if self.ts is not None and wait > 0:
-                await asyncio.sleep(wait)  # appends are rate limited: let more arrive and send it together
+                # Appends are rate limited: let more arrive and send it together.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._ending.wait(), wait)
+                if self._ending.is_set() and self._limited:
+                    return  # Slack is refusing appends: what is left goes with chat.stopStream
             await self._send()
             if not self._wake.is_set():
                 return  # nothing new came meanwhile: event() starts a new writer when there is more
 
     async def _send(self) -> None:
+        keys = list(self._changed)
         chunks = self._pending_chunks()
         piece, self._text = fit(self.streamed, self._text)
         if piece:
@@ -141,6 +149,15 @@ class AnswerStream:
             else:
                 await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
         except Exception as exc:
+            if self.ts is not None and _rate_limited(exc):
+                # The app's append budget is spent (many answers at once, on every replica): keep what
+                # was not sent and send it later, less often, or with chat.stopStream. Nothing is lost.
+                self._limited += 1
+                self._text = piece + self._text
+                self._changed = [k for k in keys if k not in self._changed] + self._changed
+                self.interval = min(self.interval * 2, MAX_INTERVAL)
+                self._wake.set()
+                return
             self.broken = True
             reason = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
             if self.ts is None:
@@ -151,6 +168,7 @@ class AnswerStream:
                             self.channel, self.thread_ts, reason)
             return
         self.streamed += "".join(c["text"] for c in chunks if c["type"] == "markdown_text")
+        self._limited = 0
 
     def _pending_chunks(self) -> list[dict]:
         chunks = [self._tasks[key] for key in self._changed]
@@ -158,12 +176,14 @@ class AnswerStream:
         return chunks
 
     async def _drain(self) -> None:
-        """Everything reported so far sent (or given up on)."""
+        """Everything reported so far sent (or given up on, or left for chat.stopStream when Slack is
+        rate limiting the appends)."""
+        self._ending.set()
         while self._writer is not None and not self._writer.done():
             self._wake.set()
             await asyncio.wait({self._writer})
         self._writer = None
-        if not self.broken and (self._changed or fit(self.streamed, self._text)[0]):
+        if not self.broken and not self._limited and (self._changed or fit(self.streamed, self._text)[0]):
             await self._send()
 
     async def _abandon(self) -> None:
@@ -173,6 +193,11 @@ class AnswerStream:
         with contextlib.suppress(Exception):
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[
                 {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}])
+
+
+def _rate_limited(exc: Exception) -> bool:
+    """A 429 that outlasted the client's own retries (they honour Retry-After)."""
+    return isinstance(exc, SlackApiError) and getattr(exc.response, "status_code", None) == 429
 
 
 def remainder(streamed: str, final: str) -> str:

@@ -216,6 +216,8 @@ class FakeSlack:
         self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
         self.rate_limited = 0  # 429s answered
+        self.appends_limited = 0  # the next n chat.appendStream calls are rate limited, whatever the budget
+        self.retry_after = "1"  # the Retry-After of a 429, in seconds
         self.streaming_error: str | None = None  # what chat.startStream answers where streaming is unavailable
         self.stream_lifetime_s = STREAM_LIFETIME_S
         self._append_tokens = (float(APPEND_BURST), time.monotonic())
@@ -392,9 +394,12 @@ class FakeSlack:
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
         if (method == "chat.postMessage" and self._rate_limited(str(params.get("channel", "")))) or \
-                (method == "chat.appendStream" and self._append_limited()):
+                (method == "chat.appendStream" and (self._append_limited() or self.appends_limited > 0)):
             self.rate_limited += 1  # not a refusal: the client is told when to retry
-            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+            if method == "chat.appendStream" and self.appends_limited > 0:
+                self.appends_limited -= 1
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": self.retry_after})
         if method == "chat.startStream" and self.streaming_error:
             return web.json_response({"ok": False, "error": self.streaming_error})  # asked for: not a refusal
         if method in STREAM_METHODS:
