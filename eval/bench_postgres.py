@@ -24,7 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.postgres.pages import EF_SEARCH, PostgresPages  # noqa: E402
+from core.postgres.page_search import EF_SEARCH  # noqa: E402
+from core.postgres.pages import PostgresPages  # noqa: E402
 from core.records import SHARED_SCOPE, Document, Page, Word  # noqa: E402
 
 PAGES_PER_DOCUMENT = 1000
@@ -75,7 +76,7 @@ async def run(args, url: str) -> dict:
         if len(batch) == args.batch or d == n_docs - 1:
             await publish()
     matrix, page_scope = np.vstack(all_vectors), np.array(page_scope)
-    async with await store._connection() as conn:
+    async with await store.connection() as conn:
         t = time.perf_counter()
         await conn.execute("SET maintenance_work_mem = '512MB'")
         await conn.execute("REINDEX INDEX pixelrag_vectors_hnsw")  # what building it at this size costs

@@ -1,0 +1,172 @@
+"""A build over the PostgreSQL page index (IndexBuild in core/ports.py): reuse of published pages
+by their pixels, and one transaction that replaces documents' rows (pages, words, BM25 postings and
+term counts, vectors) so that readers see a document's old pages or its new ones, never a mix."""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import asdict
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import IndexProblem
+from ..records import Document, Page
+from ..search import page_terms
+from ..snapshot_format import word_row
+from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
+
+
+class PostgresBuild:
+    """IndexBuild over the database (see the module docstring)."""
+    damaged = False
+    recovered: list = []
+
+    def __init__(self, pages):
+        self.pages = pages
+
+    @classmethod
+    async def start(cls, pages) -> "PostgresBuild":
+        build = cls(pages)
+        async with await pages.connection() as conn:
+            row = await (await conn.execute("SELECT built_with, pages, version FROM pixelrag_index")).fetchone()
+        build.built_with, build.pages_total = (row[0], row[1]) if row else (None, 0)
+        build.name = f"database version {row[2]}" if row else None
+        build.documents = await pages.all_documents()
+        return build
+
+    async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
+        async with await self.pages.connection() as conn:
+            rows = await (await conn.execute(
+                "SELECT DISTINCT ON (content_hash) content_hash, id, doc_id, page, content_hash, width_pt, height_pt, "
+                "words FROM pixelrag_pages WHERE content_hash = ANY(%s) ORDER BY content_hash, id",
+                (list(content_hashes),))).fetchall()
+            if not rows:
+                return {}
+            vectors: dict[int, list[np.ndarray]] = {}
+            for page_id, embedding in await (await conn.execute(
+                    "SELECT page_id, embedding::text FROM pixelrag_vectors WHERE page_id = ANY(%s) ORDER BY page_id",
+                    ([r[1] for r in rows],))).fetchall():
+                vectors.setdefault(page_id, []).append(np.array(json.loads(embedding), dtype=np.float32))
+        return {r[0]: (page_from_row(r[2:]), np.vstack(vectors[r[1]])) for r in rows if r[1] in vectors}
+
+    async def save_source(self, sha256: str, data: bytes) -> None:
+        async with await self.pages.connection() as conn:
+            await conn.execute("INSERT INTO pixelrag_sources (sha256, pdf) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                               (sha256, data))
+
+    async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
+        async with await self.pages.connection() as conn:
+            await conn.execute("INSERT INTO pixelrag_images (content_hash, jpeg) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                               (content_hash, jpeg))
+
+    async def publish(self, built_with: dict, removed: set[str],
+                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+        dim = int(built_with["dim"])
+        kind = vector_type(dim)
+        gone = sorted(removed | {d.doc_id for d, _, _ in added})
+        async with await self.pages.connection() as conn:
+            async with conn.transaction():
+                await conn.execute("INSERT INTO pixelrag_index (built_with) VALUES (%s) ON CONFLICT DO NOTHING",
+                                   (json.dumps(built_with),))
+                # The row lock orders publications; the first one creates the vectors table for its dimension.
+                index = (await (await conn.execute("SELECT built_with FROM pixelrag_index FOR UPDATE")).fetchone())[0]
+                if index != built_with and (await self._has_pages(conn)):
+                    raise IndexProblem(f"The database holds an index built with {index}; this build is {built_with}.")
+                await conn.execute("UPDATE pixelrag_index SET built_with = %s", (json.dumps(built_with),))
+                await _ensure_vectors_table(conn, kind, dim)
+                before = await (await conn.execute(
+                    "SELECT count(*), coalesce(sum(lexical_length), 0) FROM pixelrag_pages WHERE doc_id = ANY(%s)",
+                    (gone,))).fetchone()
+                df = Counter({t: -n for t, n in await (await conn.execute(
+                    "SELECT term, count(*) FROM pixelrag_terms WHERE doc_id = ANY(%s) GROUP BY term", (gone,))).fetchall()})
+                for table in ("pixelrag_terms", "pixelrag_vectors", "pixelrag_pages", "pixelrag_documents"):
+                    await conn.execute(f"DELETE FROM {table} WHERE doc_id = ANY(%s)", (gone,))
+                # Into an empty table (a first build, a migration), the HNSW index is built once after the rows:
+                # several times faster than growing it row by row, and no question can be waiting on it.
+                bulk = not (await (await conn.execute("SELECT EXISTS (SELECT 1 FROM pixelrag_vectors)")).fetchone())[0]
+                if bulk:
+                    await conn.execute("DROP INDEX pixelrag_vectors_hnsw")
+                pages_added, length_added = 0, 0.0
+                for document, pages, vectors in added:
+                    n, length = await _insert_document(conn, document, pages, vectors, kind, df)
+                    pages_added, length_added = pages_added + n, length_added + length
+                if changed := [(t, n) for t, n in df.items() if n]:
+                    await conn.execute(
+                        "INSERT INTO pixelrag_term_pages (term, pages) SELECT * FROM unnest(%s::text[], %s::int[]) "
+                        "ON CONFLICT (term) DO UPDATE SET pages = pixelrag_term_pages.pages + EXCLUDED.pages",
+                        ([t for t, _ in changed], [n for _, n in changed]))
+                if bulk:
+                    await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                    await _create_hnsw(conn, kind)
+                row = await (await conn.execute(
+                    "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
+                    "lexical_length = lexical_length + %s RETURNING version, pages",
+                    (pages_added - before[0], length_added - before[1]))).fetchone()
+        return f"database version {row[0]}", row[1]
+
+    @staticmethod
+    async def _has_pages(conn) -> bool:
+        return bool((await (await conn.execute("SELECT pages FROM pixelrag_index")).fetchone())[0])
+
+
+async def _insert_document(conn, document: Document, pages: Sequence[Page], vectors: Sequence[np.ndarray],
+                           kind: str, df: Counter) -> tuple[int, float]:
+    """The document's rows; `df` gains the number of its pages each term is on."""
+    await conn.execute("INSERT INTO pixelrag_documents (doc_id, scope, record) VALUES (%s, %s, %s)",
+                       (document.doc_id, document.scope, json.dumps(asdict(document))))
+    ids = [r[0] for r in await (await conn.execute(
+        "SELECT nextval('pixelrag_pages_id_seq') FROM generate_series(1, %s)", (len(pages),))).fetchall()]
+    total_length = 0.0
+    async with conn.cursor().copy(
+            "COPY pixelrag_pages (id, doc_id, page, content_hash, width_pt, height_pt, words, scope, lexical_length) "
+            "FROM STDIN") as copy:
+        terms_of = []
+        for page_id, page in zip(ids, pages):
+            terms = page_terms(f"{document.title}\n{page.text}")  # as lexical_index() indexes a page
+            length = float(sum(terms.values()))
+            total_length += length
+            terms_of.append((page_id, terms, length))
+            df.update(terms.keys())
+            await copy.write_row((page_id, document.doc_id, page.page, page.content_hash, page.width_pt,
+                                  page.height_pt, json.dumps([word_row(w) for w in page.words], ensure_ascii=False),
+                                  document.scope, length))
+    async with conn.cursor().copy("COPY pixelrag_terms (term, page_id, doc_id, scope, tf, lexical_length) FROM STDIN") as copy:
+        for page_id, terms, length in terms_of:
+            for term, tf in terms.items():
+                await copy.write_row((term, page_id, document.doc_id, document.scope, float(tf), length))
+    # Binary COPY through pgvector's adapters: writing vectors as text costs more than the database's work.
+    from pgvector import HalfVector, Vector
+    from pgvector.psycopg import register_vector_async
+
+    await register_vector_async(conn)
+    wrap = Vector if kind == "vector" else HalfVector
+    async with conn.cursor().copy("COPY pixelrag_vectors (page_id, doc_id, scope, sample, embedding) "
+                                  "FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "text", "text", "int2", kind])
+        for page_id, rows in zip(ids, vectors):
+            rows = np.asarray(rows, dtype=np.float32)
+            bucket = random.randrange(SAMPLE_BUCKETS)  # all of a page's rows are in the sample or none
+            for row in rows.reshape(-1, rows.shape[-1]):
+                await copy.write_row((page_id, document.doc_id, document.scope, bucket, wrap(row)))
+    return len(pages), total_length
+
+
+async def _ensure_vectors_table(conn, kind: str, dim: int) -> None:
+    exists = (await (await conn.execute("SELECT to_regclass('pixelrag_vectors')")).fetchone())[0]
+    if exists:
+        return
+    # No index on scope: with one, the planner filters by it and skips the HNSW index (bench_postgres.py).
+    await conn.execute(f"""
+        CREATE TABLE pixelrag_vectors (
+            page_id BIGINT NOT NULL, doc_id TEXT NOT NULL, scope TEXT NOT NULL, sample SMALLINT NOT NULL,
+            embedding {kind}({dim}) NOT NULL);
+        CREATE INDEX pixelrag_vectors_page ON pixelrag_vectors (page_id);
+        CREATE INDEX pixelrag_vectors_doc ON pixelrag_vectors (doc_id);
+        CREATE INDEX pixelrag_vectors_sample ON pixelrag_vectors (sample);""")
+    await _create_hnsw(conn, kind)
+
+
+async def _create_hnsw(conn, kind: str) -> None:
+    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops)")
