@@ -186,7 +186,7 @@ class FakeService:
         self.indexed: list[tuple[str, str, int]] = []
         self.removed: list[tuple[str, str]] = []
 
-    async def answer(self, turn: Turn, out_dir: Path | None = None) -> Answer:
+    async def answer(self, turn: Turn, out_dir: Path | None = None, events=None) -> Answer:
         self.turns.append(turn)
         if self.fail:
             raise self.fail
