@@ -93,7 +93,10 @@ def render_layout(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
     extra = list(notes)
     if answer.clarifying_question:
         text = _with_notes(f"❓ {answer.clarifying_question.strip()}", extra + list(answer.notes))
-        return [_message(colour=None, texts=[piece]) for piece in split_text(text, TEXT_PIECE)]
+        messages = [_message(None, [piece]) for piece in split_text(text, TEXT_PIECE)]
+        for out in messages:
+            out.layout = _view(out, None, False, None)
+        return messages
     image_notes: list[str] = []
     groups = _evidence(answer, upload_limit, image_notes)
     text = answer_text(answer, extra + list(answer.notes) + image_notes)
