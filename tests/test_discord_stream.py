@@ -44,29 +44,42 @@ class StreamingService(FakeService):
     """Reports the stages and writes the answer in pieces, taking `step` virtual seconds per piece."""
 
     def __init__(self, time: VirtualTime, pieces: list[str], step: float = 0.3, fail_after: int | None = None,
-                 gate=None, **kw):
+                 gate=None, every: int = 4, **kw):
         super().__init__(markdown="".join(pieces), **kw)
         self.time, self.pieces, self.step, self.fail_after = time, pieces, step, fail_after
-        self.gate = gate  # awaited after each piece: the next piece waits for Discord to hear of this one
+        self.gate = gate  # a FakeDiscord: every `every` pieces, the writer waits for Discord to hear of them
+        self.every = every
 
     async def answer(self, turn, out_dir=None, events=None):
+        before = self._count()
         events(Step("search", "Searching 1 document"))
+        await self._heard(before)
         await self.time.sleep(self.step)
+        before = self._count()
         events(Step("search", "Searching 1 document", "complete", "4 pages found"))
         events(Step("read", "Reading p. 1 of Dishwasher manual"))
+        await self._heard(before)
         for i, piece in enumerate(self.pieces):
             if self.fail_after is not None and i == self.fail_after:
                 raise RemoteError("Gemini stopped answering; try again later.")
             await self.time.sleep(self.step)
-            before = self.gate.handled if self.gate else 0
+            before = self._count()
             events(TextDelta(piece))
-            if self.gate and i:
-                await asyncio.wait_for(self.gate.handled_beyond(before), 10)  # a guard, not a wait for time
+            if i % self.every == 0:
+                await self._heard(before)
         events(Step("read", "Reading p. 1 of Dishwasher manual", "complete"))
         events(Step("cite", "Locating the quotes"))
         answer = await super().answer(turn)
         events(Step("cite", "Locating the quotes", "complete", "1 quote located"))
         return answer
+
+    def _count(self) -> int:
+        return self.gate.handled if self.gate else 0
+
+    async def _heard(self, before: int) -> None:
+        """Go on once Discord has been asked something since (a gate, not a wait for time to pass)."""
+        if self.gate:
+            await asyncio.wait_for(self.gate.handled_beyond(before), 10)
 
 
 @pytest.fixture
@@ -142,7 +155,7 @@ def only_message(fake: FakeDiscord) -> tuple[str, list[dict]]:
 
 async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bot, discord_api):
     pieces = [f"Part {i} of the answer. " for i in range(20)]
-    client = await bot(StreamingService(None, pieces, citations=2))
+    client = await bot(StreamingService(None, pieces, citations=2, gate=discord_api))
     client.handlers.service.time = client.time
     await client.handlers.on_message(dm_message(client, "what is the warranty?"))
 
@@ -176,7 +189,7 @@ async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bo
 async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_api, caplog):
     # The fake's rate limit is real: an unthrottled stream is told 429, and the answer still arrives.
     pieces = [f"Piece {i}. " for i in range(30)]
-    client = await bot(StreamingService(None, pieces, step=0.05, gate=discord_api))
+    client = await bot(StreamingService(None, pieces, step=0.05, gate=discord_api, every=1))
     client.handlers.service.time = client.time
     client.handlers.options = type(client.handlers.options)(edit_interval=0.05)  # below the setting's floor
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
@@ -189,7 +202,7 @@ async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_a
 
 async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(bot, discord_api):
     pieces = [f"Sentence {i}. " for i in range(10)]
-    client = await bot(StreamingService(None, pieces, fail_after=6))
+    client = await bot(StreamingService(None, pieces, fail_after=6, gate=discord_api))
     client.handlers.service.time = client.time
     await client.handlers.on_message(dm_message(client, "warranty?"))
     mid, versions = only_message(discord_api)
@@ -201,7 +214,7 @@ async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(
 
 async def test_a_refused_layout_falls_back_to_embeds_visibly_in_the_log(bot, discord_api, caplog):
     discord_api.refuse_v2 = True
-    client = await bot(StreamingService(None, ["The warranty is ", "**2 years**."]))
+    client = await bot(StreamingService(None, ["The warranty is ", "**2 years**."], gate=discord_api))
     client.handlers.service.time = client.time
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
         await client.handlers.on_message(dm_message(client, "warranty?"))
@@ -299,3 +312,45 @@ async def test_a_click_on_the_v2_layouts_buttons_is_recorded(bot, discord_api):
     assert rated_bad.user == "dm:7" and rated_bad.platform == "discord"
     assert rated_bad.question == "what is the warranty period?"
     assert [r.user for r in await threads.ratings("good")] == ["dm:8"]
+
+
+# ---- end to end: the real service (local backend) through the real client and the fake -------------
+
+async def test_a_real_answer_streams_its_stages_and_ends_with_its_evidence(tmp_path, bot, discord_api):
+    from core.service import Service
+
+    settings = Settings().with_(index_dir=tmp_path / "index")
+    service = Service(settings)
+    pdf = tmp_path / "x200.pdf"
+    pdf.write_bytes(MANUAL_A)
+    await service.index([str(pdf)])  # the shared collection, which DMs search
+    client = await bot(service)
+    await client.handlers.on_message(dm_message(client, "How long is the X200 dishwasher warranty?"))
+
+    mid, versions = only_message(discord_api)
+    assert "Searching 1 document" in "\n".join(texts(versions[0]))  # shown before the answer exists
+    final = versions[-1]
+    assert all(v["flags"] & V2_FLAG for v in versions) and discord_api.rate_limited == []
+    assert "24 months" in texts(final)[0]
+    assert any("X200 Dishwasher Manual, p. 1" in t for t in texts(final))
+    urls = [i["media"]["url"].removeprefix("attachment://") for g in of_type(final, 12) for i in g["items"]]
+    stored = {a["filename"]: a for a in final["attachments"]}
+    assert urls and set(urls) <= set(stored)
+    # what Discord keeps is what the core drew: the highlight crop's bytes, downloadable from the CDN
+    crop = next(u for u in urls if "highlight" in u)
+    data = await discord.Attachment(data=stored[crop], state=client._connection).read()
+    assert data.startswith(b"\x89PNG")
+    assert len(of_type(final, 2)) == 2
+
+
+def test_layout_and_edit_interval_settings():
+    from bot.discord.settings import DiscordSettings
+    from core.errors import BadInput
+
+    default = DiscordSettings.parse({})
+    assert default.layout_v2 and default.edit_interval == 1.0
+    chosen = DiscordSettings.parse({"DISCORD_LAYOUT": "embeds", "DISCORD_EDIT_INTERVAL": "2.5"})
+    assert not chosen.layout_v2 and chosen.edit_interval == 2.5
+    for bad in ({"DISCORD_LAYOUT": "fancy"}, {"DISCORD_EDIT_INTERVAL": "0.1"}, {"DISCORD_EDIT_INTERVAL": "soon"}):
+        with pytest.raises(BadInput, match=next(iter(bad))):
+            DiscordSettings.parse(bad)

@@ -41,6 +41,7 @@ class AnswerStream:
         self._wake = asyncio.Event()
         self._writer: asyncio.Task | None = None
         self._last = -math.inf  # when the message was last sent or edited (self.clock)
+        self._closing = False  # the answer (or its error) is next: the writer shows no more stages
 
     # ----- what the core reports (sync, on the loop) -------------------------------------------
     def event(self, event: Step | TextDelta) -> None:
@@ -107,6 +108,8 @@ class AnswerStream:
             await self._wake.wait()
             self._wake.clear()
             await self._turn()  # edits are rate limited: let more arrive and show it together
+            if self._closing:
+                return  # the final edit follows at once: an interim one would only spend the rate limit
             await self._show()
             if not self._wake.is_set():
                 return  # nothing new came meanwhile: event() starts a new writer when there is more
@@ -156,7 +159,8 @@ class AnswerStream:
         return {"content": status_text(steps, text, error, MAX_CONTENT)}
 
     async def _drain(self) -> None:
-        """Everything reported so far shown (or given up on)."""
+        """The writer stopped: an edit in flight finished, a waiting one dropped (the final one follows)."""
+        self._closing = True
         while self._writer is not None and not self._writer.done():
             self._wake.set()
             await asyncio.wait({self._writer})
