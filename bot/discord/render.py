@@ -1,5 +1,6 @@
-"""Core records -> Discord messages: an answer (text split at 2,000 characters, one embed per
-citation), the /docs listing and an indexing report.
+"""Core records -> Discord messages: an answer the classic way (text split at 2,000 characters, one
+embed per citation: the fallback where a Components V2 layout, layout.py, is refused or turned off),
+the /docs listing and an indexing report.
 
 Pure functions over core records; nothing here talks to Discord. Each outgoing message respects
 Discord's limits: 2,000 characters of content, 10 embeds (6,000 characters together) and 10 files,
