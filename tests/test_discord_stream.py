@@ -354,3 +354,22 @@ def test_layout_and_edit_interval_settings():
     for bad in ({"DISCORD_LAYOUT": "fancy"}, {"DISCORD_EDIT_INTERVAL": "0.1"}, {"DISCORD_EDIT_INTERVAL": "soon"}):
         with pytest.raises(BadInput, match=next(iter(bad))):
             DiscordSettings.parse(bad)
+
+
+async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discord_api):
+    pieces = [f"Step {i} of the answer. " for i in range(8)]
+    client = await bot(StreamingService(None, pieces, gate=discord_api))
+    client.handlers.service.time = client.time
+    inter = discord_api.command(client, "ask", {"question": "what is the warranty?"}, 4242)
+    deferred = await asyncio.wait_for(discord_api.reply(inter), 10)
+    assert deferred["type"] == 5  # "pixelrag is thinking…" within Discord's 3 seconds
+
+    def answered() -> bool:
+        return any(of_type(vs[-1], 2) for vs in discord_api.versions.values())
+    await asyncio.wait_for(discord_api.until(answered), 10)  # a guard, not a wait for time to pass
+    mid, versions = only_message(discord_api)
+    assert "Searching 1 document" in "\n".join(texts(versions[0]))
+    assert len(versions) >= 3 and discord_api.rate_limited == []
+    final = versions[-1]
+    assert "Step 7 of the answer." in texts(final)[0] and of_type(final, 12)
+    assert client.handlers.service.turns[0].question == "what is the warranty?"

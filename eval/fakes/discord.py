@@ -71,6 +71,7 @@ class FakeDiscord:
         self._edits: dict[str, list[float]] = {}  # recent edits, for the rate limit
         self.edit_times: dict[str, list[float]] = {}  # every accepted edit's time on `clock`
         self._replied = asyncio.Event()
+        self._tokens: dict[str, tuple[str, str]] = {}  # interaction token -> (its id, its channel)
         self.handled = 0  # message requests answered (created, edited, refused or rate limited)
         self._handled = asyncio.Condition()
 
@@ -84,6 +85,8 @@ class FakeDiscord:
         app.router.add_patch("/api/v10/channels/{channel}/messages/{message}", self._edit)
         app.router.add_post("/api/v10/channels/{channel}/typing", self._typing)
         app.router.add_post("/api/v10/interactions/{id}/{token}/callback", self._callback)
+        app.router.add_post("/api/v10/webhooks/{app}/{token}", self._followup)
+        app.router.add_patch("/api/v10/webhooks/{app}/{token}/messages/{message}", self._followup_edit)
         app.router.add_get("/attachments/{channel}/{id}/{name}", self._attachment)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -218,18 +221,23 @@ class FakeDiscord:
         async with self._handled:
             await self._handled.wait_for(lambda: self.handled > count)
 
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Returns once `predicate()` holds after a message request (a gate for tests)."""
+        async with self._handled:
+            await self._handled.wait_for(predicate)
+
     @web.middleware
     async def _count(self, request: web.Request, handler):
         try:
             return await handler(request)
         finally:
-            if "/messages" in request.path and request.method in ("POST", "PATCH"):
+            if request.method in ("POST", "PATCH") and ("/messages" in request.path or "/webhooks/" in request.path):
                 async with self._handled:
                     self.handled += 1
                     self._handled.notify_all()
 
-    async def _create(self, request: web.Request) -> web.Response:
-        channel = request.match_info["channel"]
+    async def _create(self, request: web.Request, channel: str | None = None) -> web.Response:
+        channel = channel or request.match_info["channel"]
         payload, files = await self._body(request)
         try:
             if self.refuse_v2 and (payload.get("flags") or 0) & V2_FLAG:
@@ -245,8 +253,8 @@ class FakeDiscord:
         self.versions[message["id"]] = [json.loads(json.dumps(message))]
         return _json(message)
 
-    async def _edit(self, request: web.Request) -> web.Response:
-        channel, mid = request.match_info["channel"], request.match_info["message"]
+    async def _edit(self, request: web.Request, channel: str | None = None) -> web.Response:
+        channel, mid = channel or request.match_info["channel"], request.match_info["message"]
         if mid not in self.messages:
             return _json({"message": "Unknown Message", "code": 10008}, status=404)
         now = self.clock()
@@ -300,8 +308,46 @@ class FakeDiscord:
         else:
             payload["user"] = user
             payload["channel"] = {"id": message["channel_id"], "type": 1, "recipients": [user]}
+        self._tokens[payload["token"]] = (inter_id, message["channel_id"])
         client._connection.parse_interaction_create(payload)
         return inter_id
+
+    def command(self, client: discord.Client, name: str, options: dict[str, str], user_id: int,
+                channel_id: str = "5555") -> str:
+        """A slash command used in a DM, as the gateway delivers it; discord.py's command tree runs it.
+        Its replies (defer, follow-ups and their edits) come back here through the interaction's token."""
+        inter_id = str(next(self._ids))
+        user = {"id": str(user_id), "username": f"user{user_id}", "discriminator": "0", "global_name": None,
+                "avatar": None}
+        payload = {"id": inter_id, "application_id": APP_ID, "type": 2, "token": f"token-{inter_id}", "version": 1,
+                   "channel_id": channel_id, "channel": {"id": channel_id, "type": 1, "recipients": [user]},
+                   "user": user, "locale": "en-US", "app_permissions": "0", "entitlements": [],
+                   "attachment_size_limit": 10 * 1024 * 1024, "authorizing_integration_owners": {},
+                   "data": {"id": str(next(self._ids)), "name": name, "type": 1,
+                            "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()]}}
+        self._tokens[payload["token"]] = (inter_id, channel_id)
+        client._connection.parse_interaction_create(payload)
+        return inter_id
+
+    def _acknowledged(self, request: web.Request) -> str | None:
+        """The channel of an interaction whose token this is, once it was answered (else Discord's 10015)."""
+        token = request.match_info["token"]
+        if request.match_info["app"] != APP_ID or token not in self._tokens:
+            return None
+        inter_id, channel = self._tokens[token]
+        return channel if inter_id in self.interaction_replies else None
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        channel = self._acknowledged(request)
+        if channel is None:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        return await self._create(request, channel)
+
+    async def _followup_edit(self, request: web.Request) -> web.Response:
+        channel = self._acknowledged(request)
+        if channel is None:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        return await self._edit(request, channel)
 
     async def reply(self, interaction_id: str) -> dict:
         while interaction_id not in self.interaction_replies:
