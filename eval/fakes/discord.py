@@ -21,7 +21,10 @@ Messages (`POST/PATCH /channels/{id}/messages`) are checked as Discord checks th
 `refuse_v2 = True` refuses every Components V2 message (50035), as where the layout is not
 accepted. Edits of one message are rate limited, `edit_limit` edits per `edit_window` seconds of
 `clock` (injectable: tests pass time by hand), past it a 429 with `retry_after`. `versions[id]`
-keeps every state a message was in, `rate_limited` every refused edit.
+keeps every state a message was in, `rate_limited` every refused edit. `click` and `command` deliver
+a button click or a slash command to discord.py's own interaction handling; the bot's callback,
+follow-ups (`/webhooks/{app}/{token}`, refused before the interaction was answered) and their edits
+come back here.
 """
 from __future__ import annotations
 
