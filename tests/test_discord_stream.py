@@ -373,3 +373,24 @@ async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discor
     final = versions[-1]
     assert "Step 7 of the answer." in texts(final)[0] and of_type(final, 12)
     assert client.handlers.service.turns[0].question == "what is the warranty?"
+
+
+def test_layout_limits_and_a_citation_without_images():
+    from bot.discord.layout import render_layout
+    from core.records import Answer, Citation
+
+    oversize = Citation("d" * 16, "Price list", 3, "EUR 499", None, preview=b"\xff" * 5000, crop=b"")
+    [out] = render_layout(Answer("price?", "price?", "EUR 499.", citations=(oversize,)), upload_limit=4000, turn_id=1)
+    components = out.layout.to_components()
+    found = []
+
+    def walk(cs):
+        for c in cs:
+            found.append(c)
+            walk(c.get("components") or [])
+    walk(components)
+    assert not out.files and not [c for c in found if c["type"] == 12]  # nothing to show: no empty gallery
+    text = [c["content"] for c in found if c["type"] == 10]
+    assert any("**1.** Price list, p. 3 (page preview)" in t for t in text)  # but the source is named
+    assert any("upload limit" in t for t in text)
+    check_message({"flags": V2_FLAG, "components": components}, set(), 0)

@@ -136,11 +136,12 @@ def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.
     container = discord.ui.Container(accent_colour=colour)
     for text in out.texts:
         container.add_item(discord.ui.TextDisplay(text))
-    if out.gallery:
+    if out.sources:
         if out.texts:
             container.add_item(discord.ui.Separator())
-        container.add_item(discord.ui.MediaGallery(*[discord.MediaGalleryItem(f, description=alt)
-                                                     for f, alt in out.gallery]))
+        if out.gallery:  # a citation whose images could not be drawn or uploaded still has its line
+            container.add_item(discord.ui.MediaGallery(*[discord.MediaGalleryItem(f, description=alt)
+                                                         for f, alt in out.gallery]))
         container.add_item(discord.ui.TextDisplay(out.sources))
     view.add_item(container)
     if buttons:
