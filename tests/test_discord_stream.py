@@ -394,3 +394,19 @@ def test_layout_limits_and_a_citation_without_images():
     assert any("**1.** Price list, p. 3 (page preview)" in t for t in text)  # but the source is named
     assert any("upload limit" in t for t in text)
     check_message({"flags": V2_FLAG, "components": components}, set(), 0)
+
+
+async def test_an_upload_refused_for_a_layout_still_delivers_the_words():
+    from unittest.mock import AsyncMock
+
+    from bot.discord.delivery import deliver_answer
+    from bot.discord.layout import Rendered, render_layout
+    from core.records import Turn
+
+    cite_answer = await FakeService().answer(Turn("q", (), "shared", "", ()))
+    rendered = Rendered(render_layout(cite_answer, turn_id=3), [])
+    too_large = discord.HTTPException(MagicMock(status=413, reason="Payload Too Large"), "too large")
+    send = AsyncMock(side_effect=[too_large, None])
+    await deliver_answer(send, rendered)
+    assert send.call_args_list[1].kwargs["content"].startswith("The warranty is **2 years**.")
+    assert "The page previews could not be uploaded." in send.call_args_list[1].kwargs["content"]

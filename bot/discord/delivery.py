@@ -38,11 +38,15 @@ async def deliver(send: Send, messages: list[Outgoing]) -> None:
         except discord.HTTPException:
             if not (out.files or out.embeds or out.layout):
                 raise
-            log.warning("sending citations failed; falling back to text", exc_info=True)
-            note = "-# ⚠️ The page previews could not be uploaded."
-            text = out.text
-            for piece in split_text(f"{text}\n\n{note}" if text else note):
-                await send(content=piece)
+            await _as_text(send, out)
+
+
+async def _as_text(send: Send, out: Outgoing) -> None:
+    log.warning("sending citations failed; falling back to text", exc_info=True)
+    note = "-# ⚠️ The page previews could not be uploaded."
+    text = out.text
+    for piece in split_text(f"{text}\n\n{note}" if text else note):
+        await send(content=piece)
 
 
 async def deliver_answer(send: Send, rendered: "Rendered", v2: bool = True) -> None:
@@ -55,7 +59,9 @@ async def deliver_answer(send: Send, rendered: "Rendered", v2: bool = True) -> N
         await send(**first.kwargs())
     except discord.HTTPException as exc:
         if not (layout_refused(exc) and rendered.classic):
-            raise
+            await _as_text(send, first)  # too large an upload, say: the words still arrive
+            await deliver(send, rest)
+            return
         log.warning("Discord refused the Components V2 layout (%s); sending the answer with embeds", exc.text)
         await deliver(send, rendered.classic)
         return
