@@ -79,8 +79,20 @@ def sent_message() -> MagicMock:
     return msg
 
 
+def sending() -> AsyncMock:
+    """A send that returns editable messages and remembers them (streamed answers are edited)."""
+    returned: list[MagicMock] = []
+
+    def send(*args, **kwargs):
+        returned.append(sent_message())
+        return returned[-1]
+    mock = AsyncMock(side_effect=send)
+    mock.returned = returned
+    return mock
+
+
 def with_send(channel: MagicMock) -> MagicMock:
-    channel.send = AsyncMock(side_effect=lambda *a, **k: sent_message())
+    channel.send = sending()
     return channel
 
 
@@ -145,22 +157,55 @@ def make_interaction(guild=None, *, user=None, manage=False, channel=None) -> Ma
     inter.response.defer = AsyncMock()
     inter.response.send_message = AsyncMock()
     inter.followup = MagicMock(spec=discord.Webhook)
-    inter.followup.send = AsyncMock(side_effect=lambda *a, **k: sent_message())
+    inter.followup.send = sending()
     inter.edit_original_response = AsyncMock()
     return inter
 
 
 def sends(mock_send: AsyncMock) -> list[dict]:
-    return [call.kwargs for call in mock_send.call_args_list]
+    """What each sent message shows in the end: its last edit's arguments, else those it was sent with."""
+    returned = getattr(mock_send, "returned", [])
+    out = []
+    for i, call in enumerate(mock_send.call_args_list):
+        edits = returned[i].edit.call_args_list if i < len(returned) else []
+        out.append(edits[-1].kwargs if edits else call.kwargs)
+    return out
+
+
+def view_texts(kwargs: dict) -> list[str]:
+    view = kwargs.get("view")
+    if not isinstance(view, discord.ui.LayoutView):
+        return []
+    return [item.content for item in view.walk_children() if isinstance(item, discord.ui.TextDisplay)]
+
+
+def message_text(kwargs: dict) -> str:
+    return "\n".join(t for t in [kwargs.get("content") or ""] + view_texts(kwargs) if t)
 
 
 def all_text(mock_send: AsyncMock) -> str:
-    return "\n".join(k.get("content") or "" for k in sends(mock_send))
+    return "\n".join(message_text(k) for k in sends(mock_send))
+
+
+def gallery_urls(kwargs: dict) -> list[str]:
+    view = kwargs.get("view")
+    if not isinstance(view, discord.ui.LayoutView):
+        return []
+    return [i.media.url for g in view.walk_children() if isinstance(g, discord.ui.MediaGallery) for i in g.items]
+
+
+def buttons(kwargs: dict) -> list[str]:
+    view = kwargs.get("view")
+    if view is None:
+        return []
+    return [b.custom_id for b in view.walk_children() if isinstance(b, (discord.ui.Button, discord.ui.DynamicItem))]
 
 
 def assert_attachment_links(kwargs: dict) -> None:
-    """Every embed image/thumbnail points at a file sent in the same message."""
-    names = {f.filename for f in kwargs.get("files", [])}
+    """Every embed image/thumbnail and gallery item points at a file sent in the same message."""
+    names = {f.filename for f in kwargs.get("files") or kwargs.get("attachments") or []}
+    for url in gallery_urls(kwargs):
+        assert url.removeprefix("attachment://") in names
     for embed in kwargs.get("embeds", []):
         assert isinstance(embed, discord.Embed)
         assert embed.image.url and embed.image.url.startswith("attachment://")
@@ -186,7 +231,7 @@ class FakeService:
         self.indexed: list[tuple[str, str, int]] = []
         self.removed: list[tuple[str, str]] = []
 
-    async def answer(self, turn: Turn, out_dir: Path | None = None) -> Answer:
+    async def answer(self, turn: Turn, out_dir: Path | None = None, events=None) -> Answer:
         self.turns.append(turn)
         if self.fail:
             raise self.fail
@@ -234,7 +279,7 @@ def handlers_for(service, store, **extra) -> DiscordHandlers:
 
 # ---- messages ---------------------------------------------------------------------------------
 
-async def test_mention_creates_thread_and_answers_there_with_files_and_embeds(store):
+async def test_mention_creates_thread_and_answers_there_in_one_layout(store):
     service = FakeService(citations=2)
     h = handlers_for(service, store)
     guild = make_guild(GUILD_A)
@@ -247,18 +292,19 @@ async def test_mention_creates_thread_and_answers_there_with_files_and_embeds(st
     assert msg.create_thread.call_args.kwargs["name"] == "what is the warranty period?"
     thread = msg.create_thread.return_value
     channel.send.assert_not_called()  # the answer goes into the thread, not the channel
-    thread.typing.assert_called()  # typing indicator while working
     assert service.turns[0].question == "what is the warranty period?"  # mention stripped
     assert service.turns[0].scope == f"discord:{GUILD_A}"
-    [kwargs] = sends(thread.send)
-    assert "2 years" in kwargs["content"]
-    assert len(kwargs["embeds"]) == 2 and len(kwargs["files"]) == 4
+    [kwargs] = sends(thread.send)  # answer, evidence and buttons: one message
+    assert set(kwargs) == {"view", "files"} and isinstance(kwargs["view"], discord.ui.LayoutView)
+    texts = view_texts(kwargs)
+    assert "2 years" in texts[0]
+    assert len(kwargs["files"]) == 4 and len(gallery_urls(kwargs)) == 4
     assert all(isinstance(f, discord.File) for f in kwargs["files"])
     assert_attachment_links(kwargs)
-    embed = kwargs["embeds"][0]
-    assert embed.title == "Dishwasher manual p. 1"
-    assert embed.colour == discord.Colour.blue()  # warranty topic colour
-    assert "Warranty: 2 years" in embed.description
+    assert "**1.** Dishwasher manual, p. 1 (exact highlight) — “Warranty: 2 years from purchase.”" in texts[-1]
+    [container] = [c for c in kwargs["view"].children if isinstance(c, discord.ui.Container)]
+    assert container.accent_colour == discord.Colour.blue()  # warranty topic colour
+    assert len(buttons(kwargs)) == 2
 
 
 async def test_follow_up_in_bot_thread_without_mention_uses_history(store):
@@ -375,13 +421,18 @@ async def test_long_answer_split_on_paragraphs(store):
     await h.on_message(make_message("tell me everything", dm))
 
     calls = sends(dm.send)
-    assert len(calls) >= 3
+    assert len(calls) >= 2
+    answer = []
     for kwargs in calls:
-        assert len(kwargs["content"]) <= MAX_CONTENT
-        for chunk in kwargs["content"].split("\n\n"):
+        texts = view_texts(kwargs)
+        assert sum(map(len, texts)) <= 4000  # Discord's limit across a V2 message's text
+        answer += [t for t in texts if not t.startswith("📄 **Sources**")]
+    for text in answer:
+        for chunk in text.split("\n\n"):
             assert chunk in paragraphs  # no paragraph cut in half
-    assert "\n\n".join(k["content"] for k in calls) == "\n\n".join(paragraphs)
-    assert "embeds" in calls[-1] and all("embeds" not in k for k in calls[:-1])  # citations close the reply
+    assert "\n\n".join(answer) == "\n\n".join(paragraphs)
+    assert gallery_urls(calls[-1]) and not any(gallery_urls(k) for k in calls[:-1])  # citations close the reply
+    assert buttons(calls[-1]) and not any(buttons(k) for k in calls[:-1])
 
 
 def test_split_text_falls_back_to_lines_and_words():
@@ -404,8 +455,8 @@ async def test_interpreted_question_clarifying_question_and_notes(store):
     h = handlers_for(service, store)
     await h.on_message(make_message("and its width?", thread2, guild=guild))
     [kwargs] = sends(thread2.send)
-    assert kwargs["content"].startswith("❓ Which model do you mean")
-    assert "embeds" not in kwargs
+    assert view_texts(kwargs) == ["❓ Which model do you mean, X200 or X300?"]
+    assert "files" not in kwargs and not gallery_urls(kwargs) and not buttons(kwargs)
     # the clarifying question becomes thread memory, so the answer to it has context
     key = thread_key(thread2, GUILD_A)
     assert (await store.history(key))[0].answer == "Which model do you mean, X200 or X300?"
@@ -560,7 +611,8 @@ async def test_ask_defers_with_thinking_then_follows_up(store):
 
     inter.response.defer.assert_awaited_once_with(thinking=True)
     [kwargs] = sends(inter.followup.send)
-    assert "2 years" in kwargs["content"]
+    assert "2 years" in message_text(kwargs) and gallery_urls(kwargs)
+    assert inter.followup.send.call_args.kwargs["wait"] is True  # the message comes back, to be edited
     assert_attachment_links(kwargs)
     assert service.turns[0].scope == f"discord:{GUILD_B}"
     assert service.turns[0].images[0].mime_type == "image/webp"
@@ -701,7 +753,13 @@ def settings(tmp_path) -> Settings:
 
 
 def embed_titles(mock_send: AsyncMock) -> list[str]:
-    return [e.title for k in sends(mock_send) for e in k.get("embeds", [])]
+    """The cited pages, "Title p. N", from embeds or from a layout's sources lines."""
+    titles = [e.title for k in sends(mock_send) for e in k.get("embeds", [])]
+    for kwargs in sends(mock_send):
+        for text in view_texts(kwargs):
+            if text.startswith("📄 **Sources**"):
+                titles += [f"{m[1]} p. {m[2]}" for m in re.finditer(r"\*\*\d+\.\*\* (.+?), p\. (\d+) \(", text)]
+    return titles
 
 
 async def test_guild_isolation_end_to_end(tmp_path, settings, store):
@@ -731,7 +789,7 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
     assert "24 months" in all_text(thread_a.send)
     for kwargs in sends(thread_a.send):
         assert_attachment_links(kwargs)
-    assert any(kwargs.get("files") for kwargs in sends(thread_a.send))
+    assert any(kwargs.get("files") or kwargs.get("attachments") for kwargs in sends(thread_a.send))
 
     # guild B and DMs never see guild A's document
     in_b = make_message(question, make_text_channel(guild_b), guild=guild_b, mention_me=True)
@@ -780,8 +838,9 @@ async def test_slash_index_and_ask_end_to_end(settings, store):
     ask = make_interaction(guild)
     await h.ask(ask, "How do I clean the filter of the X200?")
     ask.response.defer.assert_awaited_once_with(thinking=True)
-    [kwargs] = sends(ask.followup.send)
-    assert "X200 Dishwasher Manual p. 2" in [e.title for e in kwargs["embeds"]]
+    [kwargs] = sends(ask.followup.send)  # streamed: sent at the first stage, edited into the answer
+    assert "X200 Dishwasher Manual p. 2" in embed_titles(ask.followup.send)
+    assert ask.followup.send.returned[0].edit.await_count >= 1
     assert_attachment_links(kwargs)
 
     rm = make_interaction(guild, manage=True)
@@ -846,7 +905,7 @@ async def test_backend_failure_when_answering_is_shown(tmp_path, store):
         msg = make_message("How long is the X200 warranty?", make_text_channel(guild), guild=guild, mention_me=True)
         await h.on_message(msg)
         text = all_text(msg.create_thread.return_value.send)
-        assert text.startswith("⚠️ Gemini kept") and "Traceback" not in text
+        assert "⚠️ Gemini kept" in text and "Traceback" not in text
 
 
 async def test_bare_mention_gets_usage_in_place_without_a_thread(store):
@@ -965,7 +1024,7 @@ async def test_answers_carry_feedback_buttons_that_any_process_understands(store
     msg = make_message("what is the warranty period?", make_text_channel(guild), guild=guild, mention_me=True)
     await h.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
-    ids = [item.custom_id for item in kwargs["view"].children]
+    ids = buttons(kwargs)  # in the layout's action row
     assert len(ids) == 2 and ids[0].startswith("pixelrag-feedback:good:") and ids[1].startswith("pixelrag-feedback:bad:")
 
     # A click, as discord.py's dynamic items resolve it (in whichever process, after a restart too).
@@ -989,4 +1048,4 @@ async def test_a_clarifying_question_has_no_feedback_buttons(store):
     msg = make_message("and its width?", make_text_channel(guild), guild=guild, mention_me=True)
     await h.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
-    assert "view" not in kwargs and "Which product" in kwargs["content"]
+    assert not buttons(kwargs) and "Which product" in message_text(kwargs)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import discord
 
 from core import PixelragError
 
-from .render import Outgoing, text_messages
+from .render import Outgoing, split_text, text_messages
+
+if TYPE_CHECKING:
+    from .layout import Rendered
 
 log = logging.getLogger("pixelrag.discord")
 
@@ -21,17 +24,48 @@ GENERIC_FAILURE = "⚠️ Something went wrong on my side; the details are in th
 Send = Callable[..., Awaitable[object]]
 
 
+def layout_refused(exc: discord.HTTPException) -> bool:
+    """Discord's answer to a message it will not take as sent (Invalid Form Body): for a Components V2
+    layout, where V2 is not accepted or the layout breaks a limit; embeds are then sent instead."""
+    return exc.status == 400 and exc.code == 50035
+
+
 async def deliver(send: Send, messages: list[Outgoing]) -> None:
-    """Send each message; if one with files or embeds is refused, send its text with a visible note."""
+    """Send each message; if one with files, embeds or a layout is refused, send its text with a visible note."""
     for out in messages:
         try:
             await send(**out.kwargs())
         except discord.HTTPException:
-            if not (out.files or out.embeds):
+            if not (out.files or out.embeds or out.layout):
                 raise
-            log.warning("sending citations failed; falling back to text", exc_info=True)
-            note = "-# ⚠️ The page previews could not be uploaded."
-            await send(content=f"{out.content}\n\n{note}" if out.content else note)
+            await _as_text(send, out)
+
+
+async def _as_text(send: Send, out: Outgoing) -> None:
+    log.warning("sending citations failed; falling back to text", exc_info=True)
+    note = "-# ⚠️ The page previews could not be uploaded."
+    text = out.text
+    for piece in split_text(f"{text}\n\n{note}" if text else note):
+        await send(content=piece)
+
+
+async def deliver_answer(send: Send, rendered: "Rendered", v2: bool = True) -> None:
+    """The answer as Components V2 messages, or its embed messages where Discord refuses the layout."""
+    if not v2 or not rendered.v2:
+        await deliver(send, rendered.classic or rendered.v2)
+        return
+    first, rest = rendered.v2[0], rendered.v2[1:]
+    try:
+        await send(**first.kwargs())
+    except discord.HTTPException as exc:
+        if not (layout_refused(exc) and rendered.classic):
+            await _as_text(send, first)  # too large an upload, say: the words still arrive
+            await deliver(send, rest)
+            return
+        log.warning("Discord refused the Components V2 layout (%s); sending the answer with embeds", exc.text)
+        await deliver(send, rendered.classic)
+        return
+    await deliver(send, rest)
 
 
 async def say(place, text: str) -> None:
@@ -56,6 +90,13 @@ class Replier:
         if time.monotonic() - self.started < INTERACTION_BUDGET_S or self.interaction.channel is None:
             return self.interaction.followup.send
         return self.interaction.channel.send
+
+    def sender(self) -> Send:
+        """Sends one message and returns it, so that it can be edited (a streamed answer)."""
+        send = self._send()
+        if send == self.interaction.followup.send:
+            return lambda **kwargs: send(wait=True, **kwargs)
+        return send
 
     async def send_all(self, messages: list[Outgoing]) -> None:
         await deliver(self._send(), messages)

@@ -36,6 +36,11 @@ class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         await record(interaction.client.handlers.threads, interaction, self.turn_id, self.rating)
 
 
+def feedback_row(turn_id: int) -> discord.ui.ActionRow:
+    """The same buttons as an action row of a Components V2 layout."""
+    return discord.ui.ActionRow(*(FeedbackButton(rating, turn_id) for rating in RATINGS))
+
+
 def feedback_view(turn_id: int) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     for rating in RATINGS:

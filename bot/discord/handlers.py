@@ -6,7 +6,9 @@ and error reporting happen here; retrieval and reading are core's. The cogs only
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Callable
 
 import discord
@@ -19,8 +21,10 @@ from .access import Access
 from .delivery import GENERIC_FAILURE, Replier, deliver, say
 from .feedback import feedback_view
 from .files import Attachments, kind
+from .layout import Rendered, render_layout
 from .progress import ProgressNotice
 from .render import describe_report, render_answer, render_documents, text_messages
+from .stream import AnswerStream
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
 
@@ -41,6 +45,7 @@ class DiscordHandlers:
         self.access = Access.of(self.options)
         self.files = Attachments(settings)
         self.conversation = Conversation(service, threads, settings.history_exchanges)
+        self.clock, self.sleep = time.monotonic, asyncio.sleep  # how streamed edits are spaced (tests pass time by hand)
 
     # ---- messages -------------------------------------------------------------------------
 
@@ -81,12 +86,28 @@ class DiscordHandlers:
                           text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
             return
         channel = place.channel = await reply_place(message, question)
-        limit = upload_limit(message.guild)
-        async with channel.typing():
+        await self._answer(channel.send, thread_key(channel, guild_id), question, images, scope_for(guild_id),
+                           upload_limit(message.guild), problems)
+
+    async def _answer(self, send, key, question: str, images, scope: str, limit: int, problems: list[str]) -> None:
+        """Ask the conversation with a streamed reply: the stages and text as they come, then the answer.
+        A failure once the reply is showing ends that message with the error."""
+        stream = AnswerStream(send, interval=self.options.edit_interval, v2=self.options.layout_v2,
+                              clock=self.clock, sleep=self.sleep)
+        try:
             reply = await self.conversation.ask(
-                thread_key(channel, guild_id), question, images, scope=scope_for(guild_id),
-                render=lambda answer, turn_id: with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
-        await deliver(channel.send, reply.rendered)
+                key, question, images, scope=scope, events=stream.event,
+                render=lambda answer, turn_id: render_both(answer, limit, problems, turn_id))
+        except PixelragError as exc:
+            if await stream.fail(str(exc)):
+                return
+            raise
+        except Exception:
+            if await stream.fail(GENERIC_FAILURE):
+                log.exception("answering %r failed", question[:80])
+                return
+            raise
+        await stream.finish(reply.rendered)
 
     async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
         if message.guild is None:
@@ -129,11 +150,8 @@ class DiscordHandlers:
             # memory only where a conversation has a place: threads and DMs
             in_thread = isinstance(channel, (discord.Thread, discord.DMChannel))
             key = thread_key(channel, interaction.guild_id) if in_thread else None
-            limit = upload_limit(interaction.guild)
-            reply = await self.conversation.ask(
-                key, question, images, scope=scope_for(interaction.guild_id),
-                render=lambda answer, turn_id: with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
-            await replier.send_all(reply.rendered)
+            await self._answer(replier.sender(), key, question, images, scope_for(interaction.guild_id),
+                               upload_limit(interaction.guild), problems)
 
     async def index(self, interaction: discord.Interaction, url: str | None = None,
                     attachment: discord.Attachment | None = None) -> None:
@@ -200,6 +218,12 @@ class DiscordHandlers:
             await interaction.response.send_message(self.access.refusal(), ephemeral=True)
             return False
         return True
+
+
+def render_both(answer, limit: int, problems: list[str], turn_id: int | None) -> Rendered:
+    """The answer as a Components V2 layout and as embeds (where the layout is refused)."""
+    return Rendered(render_layout(answer, limit, notes=problems, turn_id=turn_id),
+                    with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
 
 
 def with_feedback(messages: list, answer, turn_id: int | None) -> list:

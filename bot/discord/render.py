@@ -1,5 +1,6 @@
-"""Core records -> Discord messages: an answer (text split at 2,000 characters, one embed per
-citation), the /docs listing and an indexing report.
+"""Core records -> Discord messages: an answer the classic way (text split at 2,000 characters, one
+embed per citation: the fallback where a Components V2 layout, layout.py, is refused or turned off),
+the /docs listing and an indexing report.
 
 Pure functions over core records; nothing here talks to Discord. Each outgoing message respects
 Discord's limits: 2,000 characters of content, 10 embeds (6,000 characters together) and 10 files,
@@ -41,9 +42,28 @@ class Outgoing:
     files: list[discord.File] = field(default_factory=list)
     upload_bytes: int = 0
     view: discord.ui.View | None = None  # the feedback buttons, under an answer's last message
+    layout: discord.ui.LayoutView | None = None  # a Components V2 message (layout.py): no content, no embeds
+    # what layout.py builds the LayoutView from
+    texts: list[str] = field(default_factory=list)
+    gallery: list = field(default_factory=list)
+    sources: str = ""
+    colour: discord.Colour | None = None
+
+    @property
+    def text_length(self) -> int:
+        return sum(len(t) for t in self.texts) + len(self.sources)
+
+    @property
+    def text(self) -> str:
+        """What the message says, for a plain-text fallback."""
+        if self.layout is None:
+            return self.content or ""
+        return "\n\n".join(self.texts + ([self.sources] if self.sources else []))
 
     def kwargs(self) -> dict:
         """Keyword arguments for Messageable.send / Webhook.send (empty lists left out)."""
+        if self.layout is not None:
+            return {"view": self.layout, **({"files": self.files} if self.files else {})}
         out: dict = {}
         if self.content:
             out["content"] = self.content
@@ -54,6 +74,12 @@ class Outgoing:
         if self.view is not None:
             out["view"] = self.view
         return out
+
+    def edit_kwargs(self) -> dict:
+        """The same for Message.edit, replacing what a streamed message showed."""
+        if self.layout is not None:
+            return {"view": self.layout, "attachments": self.files}
+        return {"content": self.content, "embeds": self.embeds, "attachments": self.files, "view": self.view}
 
 
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
@@ -126,16 +152,7 @@ def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
     if answer.topic_label and not cards:  # no citation to tint: the label itself carries the colour
         cards.append(_Card(discord.Embed(description=f"Topic: {answer.topic_label}", colour=colour), [], 0))
 
-    parts: list[str] = []
-    if answer.topic_label:  # only a topic the Jev selector decided with confidence
-        parts.append(f"-# 🏷️ Topic: **{answer.topic_label}**")
-    if answer.changed_question and answer.interpreted_question.strip():
-        parts.append(f"> Interpreted as: *{answer.interpreted_question.strip()}*")
-    parts.append(answer.markdown.strip() or "(no answer text)")
-    missing = [lim for lim in answer.limitations if lim.strip() and lim.strip() not in answer.markdown]
-    if missing:
-        parts.append("**Limitations**\n" + "\n".join(f"- {lim.strip()}" for lim in missing))
-    text = _with_notes("\n\n".join(parts), extra + list(answer.notes) + notes)
+    text = answer_text(answer, extra + list(answer.notes) + notes)
 
     messages = text_messages(text)
     for card in cards:
@@ -147,6 +164,20 @@ def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
         last.files.extend(card.files)
         last.upload_bytes += card.size
     return messages
+
+
+def answer_text(answer: Answer, notes: list[str]) -> str:
+    """The answer's words: topic, how the question was understood, the Markdown, limitations, notes."""
+    parts: list[str] = []
+    if answer.topic_label:  # only a topic the Jev selector decided with confidence
+        parts.append(f"-# 🏷️ Topic: **{answer.topic_label}**")
+    if answer.changed_question and answer.interpreted_question.strip():
+        parts.append(f"> Interpreted as: *{answer.interpreted_question.strip()}*")
+    parts.append(answer.markdown.strip() or "(no answer text)")
+    missing = [lim for lim in answer.limitations if lim.strip() and lim.strip() not in answer.markdown]
+    if missing:
+        parts.append("**Limitations**\n" + "\n".join(f"- {lim.strip()}" for lim in missing))
+    return _with_notes("\n\n".join(parts), notes)
 
 
 def _fits(msg: Outgoing, card: _Card, upload_limit: int) -> bool:

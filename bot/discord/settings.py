@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from core import BadInput, Settings, flag
+from core import BadInput, Settings, flag, number
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,8 @@ class DiscordSettings:
     message_content: bool = True  # DISCORD_MESSAGE_CONTENT: the privileged intent, on unless turned off
     index_role: str = ""  # DISCORD_INDEX_ROLE: role id or name that may also manage documents
     index_users: frozenset[int] = frozenset()  # DISCORD_INDEX_USERS: user ids that may also manage them
+    layout_v2: bool = True  # DISCORD_LAYOUT: "v2" (Components V2, the default) or "embeds"
+    edit_interval: float = 1.0  # DISCORD_EDIT_INTERVAL: seconds between edits of a streamed answer
 
     @classmethod
     def parse(cls, extra: Mapping[str, str]) -> "DiscordSettings":
@@ -28,7 +30,12 @@ class DiscordSettings:
         if bad := [u for u in raw_users if not u.isdigit()]:
             raise BadInput(f"DISCORD_INDEX_USERS must list numeric user ids (Developer Mode → Copy User ID); "
                            f"not ids: {', '.join(bad)}.")
+        layout = extra.get("DISCORD_LAYOUT", "").strip().lower() or "v2"
+        if layout not in ("v2", "embeds"):
+            raise BadInput(f"DISCORD_LAYOUT={layout!r}: use v2 (Components V2, the default) or embeds.")
         return cls(
+            layout_v2=layout == "v2",
+            edit_interval=number(extra, "DISCORD_EDIT_INTERVAL", 1.0, 0.5, 10.0, float),
             token=extra.get("DISCORD_TOKEN", "").strip(),
             guild_id=int(guild_id) if guild_id else None,
             message_content=flag(extra, "DISCORD_MESSAGE_CONTENT", default=True),
