@@ -971,6 +971,7 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     assert response.status == 200  # acknowledged and ignored
 
     # A clarifying question has nothing to rate.
+    slack.fake.add_message(CHANNEL, {"ts": "1700000099.000001", "user": "U1", "text": "Tell me about pumps"})
     await slack.mention("And its width?", thread_ts="1700000099.000001")
     await slack.bot.drain()
     clarify = answer_posts(slack.fake, "1700000099.000001")

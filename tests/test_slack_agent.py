@@ -138,6 +138,17 @@ async def test_home_tab_is_refreshed_when_an_indexing_job_in_its_workspace_ends(
     assert "q9" not in home_text(slack.fake, "U1").lower()
 
 
+async def test_a_pdf_sent_in_the_agent_view_is_indexed_in_a_titled_thread_and_the_home_tab_follows(slack: Harness):
+    await open_tab(slack, "home", user="UADMIN")
+    pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
+    event, _ = await slack.event({"type": "message", "channel_type": "im", "channel": DM, "user": "UADMIN",
+                                  "text": "", "files": [pdf]})
+    await slack.bot.drain()
+    assert slack.fake.thread_titles[(DM, event["ts"])] == "Indexing q9.pdf"
+    assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+    assert "q9.pdf" in home_text(slack.fake, "UADMIN")
+
+
 async def test_home_tab_shows_this_workspaces_indexing_in_progress(slack: Harness, monkeypatch):
     building = {"slack:T1": ["big-manual.pdf"], "slack:T2": ["their-secret.pdf"], "shared": ["catalogue.pdf"]}
     monkeypatch.setattr(slack.service, "indexing_now", lambda scope=None: building.get(scope, []), raising=False)

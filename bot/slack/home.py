@@ -39,13 +39,9 @@ class AppHome:
         await self.publish(client, scope, [user])
 
     async def changed(self, client: AsyncWebClient, scope: str) -> None:
-        """The scope's documents changed: its recent viewers get the new tab."""
-        if scope == SHARED_SCOPE:
-            targets = list(self.viewers.items())  # the shared collection is in every workspace's tab
-        else:
-            targets = [(scope, self.viewers.get(scope) or {})]
-        for each_scope, users in targets:
-            await self.publish(client, each_scope, list(users))
+        """The workspace's documents changed: its recent viewers get the new tab. (The shared
+        collection changes only through the CLI, in another process: tabs catch up when reopened.)"""
+        await self.publish(client, scope, list(self.viewers.get(scope) or ()))
 
     async def publish(self, client: AsyncWebClient, scope: str, users: list[str]) -> None:
         if not users:

@@ -30,16 +30,19 @@ or expired stream (about five minutes) message_not_in_streaming_state; stop's bl
 `block_error`; appendStream bursts beyond its Tier 4 budget get 429 with Retry-After.
 `streaming_error` makes chat.startStream refuse, as a surface without streaming does.
 
-The agent view and App Home (see `_view_error` and `_assistant_error`): views.publish takes a view
-of `type: home` (invalid_arguments otherwise) for a user the workspace has (invalid_arguments, as
-Slack answers "invalid `user_id`"), only when manifest.yml enables the Home tab (not_enabled), at
-most 100 blocks of the kinds a view may hold, with the per-block limits of messages (invalid_blocks)
-and at most 250 kB of JSON (view_too_large). assistant.threads.setTitle / setSuggestedPrompts /
-setStatus need channel_id and thread_ts (setSuggestedPrompts: no thread_ts at all when the manifest
-declares agent_view, where Slack's docs say a thread_ts makes the call fail silently; the fake
-refuses it so that a test sees it), a DM channel for titles and prompts, a thread_ts that is a
-message of that channel (invalid_thread_ts), 1-4 prompts each with a title and a message, and the
-assistant:write scope (setStatus: chat:write also, accepted since March 2026).
+The agent view and App Home (see `_view_error` and `_assistant_error`; docs.slack.dev method and
+Home tab view references): views.publish takes a view of `type: home` (invalid_arguments otherwise)
+for a user the workspace has (invalid_arguments, Slack's "invalid `user_id`"), only when
+manifest.yml enables the Home tab (not_enabled), with at most 100 blocks of the kinds a view may
+hold and the per-block limits of messages (invalid_blocks), at most 250 kB of JSON
+(view_too_large), private_metadata and callback_id within 3,000 and 255 characters.
+assistant.threads.setTitle and setStatus need channel_id and thread_ts (invalid_arguments), a
+thread_ts that is a message of that channel (invalid_thread_ts), a non-blank title (titles: a DM
+channel, channel_not_found otherwise) or a status and at most 10 loading messages.
+setSuggestedPrompts takes 1-4 prompts, each with a title and a message, in a DM channel, and no
+thread_ts when the manifest declares agent_view (Slack's docs: the call then fails silently; the
+fake refuses it so a test sees it). Titles and prompts need assistant:write; setStatus takes
+chat:write too (accepted since March 2026).
 
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
@@ -595,6 +598,9 @@ class FakeSlack:
         if len(json.dumps(view).encode()) > MAX_VIEW_BYTES:
             return "view_too_large"
         if "blocks" not in view:
+            return "invalid_arguments"
+        # Home tab view fields: private_metadata up to 3,000 characters, callback_id up to 255.
+        if len(str(view.get("private_metadata", ""))) > 3000 or len(str(view.get("callback_id", ""))) > 255:
             return "invalid_arguments"
         return block_error(view["blocks"], view=True)
 
