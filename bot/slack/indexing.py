@@ -60,11 +60,9 @@ class SlackIndexing:
         thread (a slash command), the message goes to the channel, or by `respond` where the bot may
         not post. With `scope`, on_change hears it when the job is over (failed ones too: a failed
         job may have been the one the Home tab showed in progress)."""
-        try:
-            await self._run(thread, name, work, verb, respond)
-        finally:
-            if scope is not None:
-                await self.changed(thread.client, scope)
+        await self._run(thread, name, work, verb, respond)  # failures end in its summary; only cancellation escapes
+        if scope is not None:
+            await self.changed(thread.client, scope)
 
     async def _run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None) -> None:
         ts = await thread.post(render.progress_text(name, None))
