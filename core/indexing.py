@@ -38,8 +38,10 @@ class Indexer:
         self._building: set[tuple[str, str]] = set()
         self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
-    def indexing_now(self) -> list[str]:
-        return sorted(name for _, name in self._building)
+    def indexing_now(self, scope: str | None = None) -> list[str]:
+        """Names being built in this process; with `scope`, only that tenant's (a chat surface must not
+        show one workspace another's file names)."""
+        return sorted(name for s, name in self._building if scope is None or s == scope)
 
     async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
                     progress: ProgressFn | None = None) -> IndexReport:

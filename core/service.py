@@ -87,8 +87,8 @@ class Service:
     async def warm_up(self) -> None:
         await self.pages.warm_up()
 
-    def indexing_now(self) -> list[str]:
-        return self.indexer.indexing_now()
+    def indexing_now(self, scope: str | None = None) -> list[str]:
+        return self.indexer.indexing_now(scope)
 
     async def status(self) -> dict:
         if self.store is None:

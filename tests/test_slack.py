@@ -601,6 +601,7 @@ async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_h
         retry_attempts=2, retry_initial_delay_s=0.01, request_timeout_s=5)
     harness = await make_harness(settings=settings)
     root = "1700000099.000001"
+    fake.add_message(CHANNEL, {"ts": root, "user": "U1", "text": "What is the X200 flow rate?"})  # the thread's root
     # An earlier turn in the thread: the follow-up needs Gemini to rewrite the question.
     await harness.store.add(("slack", "T1", CHANNEL, root), Exchange("What is the X200 flow rate?", "120 l/min"))
     event, _ = await harness.event({"type": "message", "channel_type": "channel", "user": "U1",
@@ -970,6 +971,7 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     assert response.status == 200  # acknowledged and ignored
 
     # A clarifying question has nothing to rate.
+    slack.fake.add_message(CHANNEL, {"ts": "1700000099.000001", "user": "U1", "text": "Tell me about pumps"})
     await slack.mention("And its width?", thread_ts="1700000099.000001")
     await slack.bot.drain()
     clarify = answer_posts(slack.fake, "1700000099.000001")

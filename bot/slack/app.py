@@ -16,9 +16,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core import Conversation, Service, Settings, ThreadMemory
 
 from . import render
+from .agent import AgentView
 from .commands import SlashCommand
 from .feedback import SlackFeedback
 from .files import SlackFiles
+from .home import AppHome
 from .indexing import SlackIndexing
 from .listeners import SlackQuestions
 from .settings import SlackSettings
@@ -36,14 +38,26 @@ class SlackBot:
         self.tasks = BackgroundTasks()
         files = SlackFiles(slack.bot_token, settings.request_timeout_s, settings.max_image_bytes,
                            settings.max_pdf_bytes)
-        indexing = SlackIndexing(service, files, slack.progress_interval_s)
+        self.agent = AgentView(service)
+        self.home = AppHome(service, slack.command)
+        indexing = SlackIndexing(service, files, slack.progress_interval_s, on_change=self.home.changed)
         conversation = Conversation(service, threads, settings.history_exchanges)
-        self.questions = SlackQuestions(slack, conversation, threads, files, indexing, self.tasks)
+        self.questions = SlackQuestions(slack, conversation, threads, files, indexing, self.tasks, self.agent)
         self.command = SlashCommand(slack, service, indexing, self.tasks)
         self.feedback = SlackFeedback(threads)
 
     async def drain(self) -> None:
         await self.tasks.drain()
+
+    async def app_home_opened(self, ack, event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        """The Home tab gets its view; the Messages tab (the agent view) its suggested prompts."""
+        await ack()
+        scope = f"slack:{body.get('team_id') or getattr(context, 'team_id', None) or ''}"
+        user, tab = event.get("user") or "", event.get("tab")
+        if tab == "home" and user:
+            self.tasks.spawn(self.home.opened(client, scope, user), f"home tab for {user}")
+        elif tab == "messages" and event.get("channel"):
+            self.tasks.spawn(self.agent.offer_prompts(client, event["channel"], scope), f"prompts for {user}")
 
 
 async def ignore_bots_and_edits(body: dict, context, ack, next) -> None:
@@ -83,6 +97,7 @@ def build_app(settings: Settings, service: Service, threads: ThreadMemory,
     app.event("message", middleware=[questions.addressed, questions.claim_delivery])(questions.on_question)
     app.command(slack.command)(bot.command)
     app.action(render.FEEDBACK_ACTION)(bot.feedback)
+    app.event("app_home_opened")(bot.app_home_opened)
 
     # Subscribed but not acted on: unhandled events get a 404, which Slack retries.
     @app.event("file_shared")

@@ -53,16 +53,17 @@ class SlashCommand:
             elif sub == "remove":
                 document = await self.service.remove(scope, arg)
                 await respond(f":wastebasket: Removed {render.escape(document.title)}.")
+                await self.indexing.changed(client, scope)
             elif sub == "index":
                 url = arg.strip("<>").split("|")[0]
                 if not url.startswith(("http://", "https://")):
                     raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
                 await self.indexing.run(channel, url, lambda p: self.service.index([url], scope=scope, progress=p),
-                                        "Indexed", respond)
+                                        "Indexed", respond, scope=scope)
             else:
                 await self.indexing.run(channel, arg or "this workspace's documents",
                                         lambda p: self.service.reindex(scope, arg or None, progress=p),
-                                        "Reindexed", respond)
+                                        "Reindexed", respond, scope=scope)
         except PixelragError as exc:
             await respond(f":warning: {render.escape(str(exc))}")
         except Exception:

@@ -1,10 +1,13 @@
 """Indexing started from Slack ("index this" on a message with PDFs, a URL, /pixelrag index and
 reindex), once the caller has checked permission: one progress message edited as the job runs,
-ending in a summary."""
+ending in a summary; then `on_change` hears the scope whose documents may have changed (the App
+Home tabs are refreshed)."""
 from __future__ import annotations
 
 import logging
 from typing import Awaitable, Callable
+
+from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Busy, IndexReport, PixelragError, Progress, Service
 
@@ -17,18 +20,28 @@ log = logging.getLogger("pixelrag.slack")
 
 Respond = Callable[[str], Awaitable[None]]
 Work = Callable[[Callable[[Progress], None]], Awaitable[IndexReport]]
+Changed = Callable[[AsyncWebClient, str], Awaitable[None]]
 
 
 class SlackIndexing:
-    def __init__(self, service: Service, files: SlackFiles, progress_interval_s: float):
+    def __init__(self, service: Service, files: SlackFiles, progress_interval_s: float, on_change: Changed | None = None):
         self.service = service
         self.files = files
         self.progress_interval_s = progress_interval_s
+        self.on_change = on_change
+
+    async def changed(self, client: AsyncWebClient, scope: str) -> None:
+        if self.on_change is not None:
+            try:
+                await self.on_change(client, scope)
+            except Exception:
+                log.exception("after a change in %s", scope)
 
     async def from_message(self, thread: Thread, scope: str, pdfs: list[dict], url: str | None) -> None:
         """The PDFs attached to a message (or the URL it names), one job each."""
         if url:
-            await self.run(thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed")
+            await self.run(thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed",
+                           scope=scope)
             return
         for f in pdfs:
             name = f.get("name") or "document.pdf"
@@ -38,12 +51,20 @@ class SlackIndexing:
                 await thread.warn(str(exc))
                 continue
             await self.run(thread, name,
-                           lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p), "Indexed")
+                           lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p), "Indexed",
+                           scope=scope)
 
-    async def run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None = None) -> None:
+    async def run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None = None, *,
+                  scope: str | None = None) -> None:
         """Run one job, editing one progress message (throttled) and ending with a summary. Without a
         thread (a slash command), the message goes to the channel, or by `respond` where the bot may
-        not post."""
+        not post. With `scope`, on_change hears it when the job is over (failed ones too: a failed
+        job may have been the one the Home tab showed in progress)."""
+        await self._run(thread, name, work, verb, respond)  # failures end in its summary; only cancellation escapes
+        if scope is not None:
+            await self.changed(thread.client, scope)
+
+    async def _run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None) -> None:
         ts = await thread.post(render.progress_text(name, None))
         if ts is None and respond is not None:
             await respond(render.progress_text(name, None))  # not in the channel: the response_url is the way back

@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core import Conversation, ThreadMemory
 
 from . import render
+from .agent import AgentView
 from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
@@ -32,8 +33,9 @@ INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.
 
 class SlackQuestions:
     def __init__(self, settings: SlackSettings, conversation: Conversation, threads: ThreadMemory, files: SlackFiles,
-                 indexing: SlackIndexing, tasks: BackgroundTasks):
+                 indexing: SlackIndexing, tasks: BackgroundTasks, agent: AgentView):
         self.settings = settings
+        self.agent = agent
         self.conversation = conversation
         self.threads = threads
         self.files = files
@@ -86,6 +88,9 @@ class SlackQuestions:
         thread = Thread(client, event["channel"], event.get("thread_ts") or ts)
         text = strip_mentions(event.get("text", ""), bot_user_id)
         files = event.get("files") or []
+        if event.get("channel_type") == "im" and not event.get("thread_ts"):
+            # In the agent view every top-level message starts a thread: it is named after its question.
+            await self.agent.title(client, event["channel"], ts, text, files)
         pdfs = [f for f in files if is_pdf(f)]
         url_request = INDEX_URL.match(text)
         # A PDF shared in a followed thread is not an index request unless the bot is asked to.

@@ -30,6 +30,20 @@ or expired stream (about five minutes) message_not_in_streaming_state; stop's bl
 `block_error`; appendStream bursts beyond its Tier 4 budget get 429 with Retry-After.
 `streaming_error` makes chat.startStream refuse, as a surface without streaming does.
 
+The agent view and App Home (see `_view_error` and `_assistant_error`; docs.slack.dev method and
+Home tab view references): views.publish takes a view of `type: home` (invalid_arguments otherwise)
+for a user the workspace has (invalid_arguments, Slack's "invalid `user_id`"), only when
+manifest.yml enables the Home tab (not_enabled), with at most 100 blocks of the kinds a view may
+hold and the per-block limits of messages (invalid_blocks), at most 250 kB of JSON
+(view_too_large), private_metadata and callback_id within 3,000 and 255 characters.
+assistant.threads.setTitle and setStatus need channel_id and thread_ts (invalid_arguments), a
+thread_ts that is a message of that channel (invalid_thread_ts), a non-blank title (titles: a DM
+channel, channel_not_found otherwise) or a status and at most 10 loading messages.
+setSuggestedPrompts takes 1-4 prompts, each with a title and a message, in a DM channel, and no
+thread_ts when the manifest declares agent_view (Slack's docs: the call then fails silently; the
+fake refuses it so a test sees it). Titles and prompts need assistant:write; setStatus takes
+chat:write too (accepted since March 2026).
+
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
 from __future__ import annotations
@@ -54,6 +68,15 @@ MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
 
 # Slack's documented (and, for msg_blocks_too_long, observed) limits.
 MAX_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100  # modals and Home tabs (Block Kit reference)
+MAX_VIEW_BYTES = 250_000  # views.publish: view_too_large "greater than 250kb"
+# Blocks a view may hold; markdown and context_actions blocks are for messages only.
+VIEW_BLOCKS = {"section", "context", "header", "divider", "image", "rich_text", "actions", "input", "file",
+               "video", "table"}
+MAX_PROMPTS = 4  # setSuggestedPrompts: "up to four suggested prompts"
+MAX_PROMPT_TITLE, MAX_PROMPT_MESSAGE = 75, 2000  # not documented: assumed (button text and value limits)
+MAX_THREAD_TITLE = 255  # not documented: assumed
+MAX_LOADING_MESSAGES = 10
 MAX_SECTION_TEXT = 3000
 MAX_FIELD_TEXT = 2000
 MAX_HEADER_TEXT = 150
@@ -79,7 +102,10 @@ SCOPES = {
     "reactions.add": "reactions:write", "reactions.remove": "reactions:write",
     "files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
     "files.info": "files:read", "users.info": "users:read",
-    "assistant.threads.setStatus": "chat:write",
+    # assistant:write since 2024; setStatus also takes chat:write since 2026-03-05 (any of the tuple).
+    "assistant.threads.setStatus": ("chat:write", "assistant:write"),
+    "assistant.threads.setTitle": "assistant:write", "assistant.threads.setSuggestedPrompts": "assistant:write",
+    # views.publish needs no scope (its reference: "No scopes required").
     "chat.startStream": "chat:write", "chat.appendStream": "chat:write", "chat.stopStream": "chat:write",
 }
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
@@ -102,6 +128,38 @@ def manifest_scopes(path: Path = MANIFEST) -> set[str]:
     return scopes
 
 
+def manifest_text(path: Path = MANIFEST) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def manifest_events(path: Path = MANIFEST) -> set[str]:
+    """settings.event_subscriptions.bot_events: the events an installed app is sent."""
+    events, inside, indent = set(), False, 0
+    for line in manifest_text(path).splitlines():
+        stripped = line.split("#", 1)[0].rstrip()
+        if re.match(r"^\s+bot_events:\s*$", stripped):
+            inside, indent = True, len(stripped) - len(stripped.lstrip())
+            continue
+        if inside:
+            item = re.match(r"^(\s+)-\s*(\S+)\s*$", stripped)
+            if item and len(item.group(1)) >= indent:
+                events.add(item.group(2))
+            elif stripped.strip():
+                inside = False
+    return events
+
+
+def manifest_flag(name: str, path: Path = MANIFEST) -> bool:
+    """A boolean setting of manifest.yml (home_tab_enabled, …), false when absent."""
+    found = re.search(rf"^\s+{re.escape(name)}:\s*(true|false)\b", manifest_text(path), re.M)
+    return bool(found) and found.group(1) == "true"
+
+
+def manifest_has(feature: str, path: Path = MANIFEST) -> bool:
+    """Whether features.<feature> (agent_view, assistant_view, …) is declared."""
+    return re.search(rf"^  {re.escape(feature)}:\s*$", manifest_text(path), re.M) is not None
+
+
 @dataclass
 class Call:
     method: str
@@ -114,14 +172,15 @@ def _text_of(obj: Any) -> str:
     return obj.get("text", "") if isinstance(obj, dict) and isinstance(obj.get("text"), str) else ""
 
 
-def block_error(blocks: Any) -> str | None:
-    """Slack's error code for a blocks payload it would refuse, or None."""
-    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+def block_error(blocks: Any, view: bool = False) -> str | None:
+    """Slack's error code for a blocks payload it would refuse, or None. `view`: the blocks of a
+    Home tab (100 of them, no markdown blocks, no per-message character total)."""
+    if not isinstance(blocks, list) or len(blocks) > (MAX_VIEW_BLOCKS if view else MAX_BLOCKS):
         return "invalid_blocks"
     markdown_total = chars = 0
     ids = set()
     for block in blocks:
-        if not isinstance(block, dict) or block.get("type") not in KNOWN_BLOCKS:
+        if not isinstance(block, dict) or block.get("type") not in (VIEW_BLOCKS if view else KNOWN_BLOCKS):
             return "invalid_blocks"
         kind = block["type"]
         if "block_id" in block:
@@ -174,7 +233,7 @@ def block_error(blocks: Any) -> str | None:
                 return "invalid_blocks"
     if markdown_total > MAX_MARKDOWN_TEXT:
         return "invalid_blocks"
-    if chars > MAX_BLOCK_CHARS:
+    if chars > MAX_BLOCK_CHARS and not view:
         return "msg_blocks_too_long"
     return None
 
@@ -209,6 +268,12 @@ class FakeSlack:
         self.private_files: dict[str, tuple[bytes, str]] = {}  # name -> (bytes, content type)
         self.public_files: dict[str, tuple[bytes, str]] = {}
         self.admins: set[str] = set()
+        self.users: set[str] = set()  # the workspace's people (with admins and anyone who wrote a message)
+        self.home_tab_enabled = manifest_flag("home_tab_enabled")
+        self.agent_view = manifest_has("agent_view")
+        self.home_views: dict[str, dict] = {}  # user -> the Home tab last published for them
+        self.thread_titles: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> title
+        self.suggested_prompts: dict[str, dict] = {}  # channel -> {"title", "prompts"} last set
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self.http_errors: dict[str, list[int]] = {}  # method -> HTTP statuses to answer first, one per call
         self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
@@ -289,6 +354,8 @@ class FakeSlack:
         """A message someone else wrote (a mention, a file share), so that reactions and
         conversations.replies find it as they would in Slack."""
         self.messages.setdefault(channel, []).append(dict(message))
+        if message.get("user"):
+            self.users.add(message["user"])
 
     # ----- queries for tests -----------------------------------------------------------------
     def calls_to(self, method: str) -> list[Call]:
@@ -358,7 +425,7 @@ class FakeSlack:
             else:
                 form = await request.post()
                 params.update({k: v for k, v in form.items() if isinstance(v, str)})
-        for key in ("blocks", "files", "attachments"):
+        for key in ("blocks", "files", "attachments", "view", "prompts", "loading_messages"):
             if isinstance(params.get(key), str):
                 try:
                     params[key] = json.loads(params[key])
@@ -369,7 +436,7 @@ class FakeSlack:
     def _authorized(self, request: web.Request) -> bool:
         return request.headers.get("Authorization") == f"Bearer {BOT_TOKEN}"
 
-    def _needed_scope(self, method: str, params: dict) -> str | None:
+    def _needed_scope(self, method: str, params: dict) -> str | tuple[str, ...] | None:
         if method == "conversations.replies":
             channel = str(params.get("channel", ""))
             return {"D": "im:history", "G": "groups:history"}.get(channel[:1], "channels:history")
@@ -386,8 +453,9 @@ class FakeSlack:
         if not self._authorized(request):
             return self._refuse(method, "invalid_auth")
         needed = self._needed_scope(method, params)
-        if needed and needed not in self.scopes:
-            return self._refuse(method, "missing_scope", needed=needed, provided=",".join(sorted(self.scopes)))
+        options = (needed,) if isinstance(needed, str) else needed or ()
+        if options and not self.scopes & set(options):
+            return self._refuse(method, "missing_scope", needed=",".join(options), provided=",".join(sorted(self.scopes)))
         # Failures a test asked for are answered, not counted in `refused`.
         if self.http_errors.get(method):
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
@@ -408,6 +476,10 @@ class FakeSlack:
         if method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
             if error := self._message_error(params):
                 return self._refuse(method, error)
+        if method == "views.publish" and (error := self._view_error(params)):
+            return self._refuse(method, error)
+        if method.startswith("assistant.threads.") and (error := self._assistant_error(method, params)):
+            return self._refuse(method, error)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         result = handler(params) if handler else {}
         if isinstance(result, str):  # an error code
@@ -518,6 +590,79 @@ class FakeSlack:
         if blocks is not None:
             return block_error(blocks)
         return None
+
+    def _view_error(self, params: dict) -> str | None:
+        """What views.publish answers a Home tab it refuses, or None."""
+        if not self.home_tab_enabled:
+            return "not_enabled"  # a home view published while the manifest leaves the Home tab off
+        user, view = params.get("user_id"), params.get("view")
+        if not isinstance(user, str) or not self.known_user(user):
+            return "invalid_arguments"  # Slack: "invalid `user_id`"
+        if not isinstance(view, dict) or view.get("type") != "home":
+            return "invalid_arguments"
+        if len(json.dumps(view).encode()) > MAX_VIEW_BYTES:
+            return "view_too_large"
+        if "blocks" not in view:
+            return "invalid_arguments"
+        # Home tab view fields: private_metadata up to 3,000 characters, callback_id up to 255.
+        if len(str(view.get("private_metadata", ""))) > 3000 or len(str(view.get("callback_id", ""))) > 255:
+            return "invalid_arguments"
+        return block_error(view["blocks"], view=True)
+
+    def known_user(self, user: str) -> bool:
+        return user in self.users or user in self.admins
+
+    def _assistant_error(self, method: str, params: dict) -> str | None:
+        """What an assistant.threads.* call Slack refuses is answered with, or None."""
+        channel, thread_ts = params.get("channel_id"), params.get("thread_ts")
+        if not isinstance(channel, str) or not channel:
+            return "channel_not_found"
+        if method == "assistant.threads.setSuggestedPrompts":
+            if thread_ts is not None and self.agent_view:
+                return "invalid_arguments"  # Slack drops it silently under agent_view; a test must see it
+            prompts = params.get("prompts")
+            if not isinstance(prompts, list) or not 0 < len(prompts) <= MAX_PROMPTS:
+                return "invalid_arguments"
+            for prompt in prompts:
+                if not isinstance(prompt, dict):
+                    return "invalid_arguments"
+                title, message = prompt.get("title"), prompt.get("message")
+                if not (isinstance(title, str) and 0 < len(title) <= MAX_PROMPT_TITLE
+                        and isinstance(message, str) and 0 < len(message) <= MAX_PROMPT_MESSAGE):
+                    return "invalid_arguments"
+            if params.get("title") is not None and not isinstance(params["title"], str):
+                return "invalid_arguments"
+            return None if channel.startswith("D") else "channel_not_found"
+        if not isinstance(thread_ts, str) or not thread_ts:
+            return "invalid_arguments"
+        if method == "assistant.threads.setTitle":
+            if not channel.startswith("D"):
+                return "channel_not_found"  # titles belong to the app's DM threads
+            title = params.get("title")
+            if not isinstance(title, str) or not title.strip() or len(title) > MAX_THREAD_TITLE:
+                return "invalid_arguments"
+        if method == "assistant.threads.setStatus":
+            if not isinstance(params.get("status"), str):
+                return "invalid_arguments"
+            loading = params.get("loading_messages")
+            if loading is not None and (not isinstance(loading, list) or len(loading) > MAX_LOADING_MESSAGES):
+                return "invalid_arguments"
+        if self._find(channel, thread_ts) is None:
+            return "invalid_thread_ts"
+        return None
+
+    def _m_views_publish(self, params: dict) -> dict:
+        view = dict(params["view"], id=f"V{next(self._ids):05d}", team_id=self.team_id)
+        self.home_views[params["user_id"]] = view
+        return {"view": view}
+
+    def _m_assistant_threads_setTitle(self, params: dict) -> dict:
+        self.thread_titles[(params["channel_id"], params["thread_ts"])] = params["title"]
+        return {}
+
+    def _m_assistant_threads_setSuggestedPrompts(self, params: dict) -> dict:
+        self.suggested_prompts[params["channel_id"]] = {"title": params.get("title"), "prompts": params["prompts"]}
+        return {}
 
     def _new_ts(self) -> str:
         return f"1800000000.{next(self._ts):06d}"

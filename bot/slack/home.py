@@ -1,0 +1,60 @@
+"""The App Home tab: published when a user opens it, and again for the workspace's recent viewers
+when its documents change (an indexing job finished, a document removed).
+
+Slack sends `app_home_opened` (manifest: features.app_home.home_tab_enabled and the bot event
+app_home_opened) with `tab` "home" or "messages"; the Home tab is a per-user view set with
+`views.publish` (user_id + a view of type "home"; no scope needed). Sources: docs.slack.dev
+surfaces/app-home and the views.publish reference. Who has opened the tab is kept in this process
+only (a few dozen per workspace): a replica that did not see the opening does not refresh that
+user's tab, who gets a fresh one the next time the tab is opened.
+"""
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core import SHARED_SCOPE, Service
+
+from .home_view import home_view
+
+log = logging.getLogger("pixelrag.slack")
+
+RECENT_VIEWERS = 50  # refreshed per workspace after a change; views.publish is Tier 4 (100+ a minute)
+
+
+class AppHome:
+    def __init__(self, service: Service, command: str = "/pixelrag"):
+        self.service = service
+        self.command = command
+        self.viewers: dict[str, OrderedDict[str, None]] = {}  # scope -> users, most recent last
+
+    async def opened(self, client: AsyncWebClient, scope: str, user: str) -> None:
+        viewers = self.viewers.setdefault(scope, OrderedDict())
+        viewers[user] = None
+        viewers.move_to_end(user)
+        while len(viewers) > RECENT_VIEWERS:
+            viewers.popitem(last=False)
+        await self.publish(client, scope, [user])
+
+    async def changed(self, client: AsyncWebClient, scope: str) -> None:
+        """The workspace's documents changed: its recent viewers get the new tab. (The shared
+        collection changes only through the CLI, in another process: tabs catch up when reopened.)"""
+        await self.publish(client, scope, list(self.viewers.get(scope) or ()))
+
+    async def publish(self, client: AsyncWebClient, scope: str, users: list[str]) -> None:
+        if not users:
+            return
+        try:
+            documents = await self.service.documents(scope)
+            indexing = self.service.indexing_now(scope) + self.service.indexing_now(SHARED_SCOPE)
+            view = home_view(documents, scope, indexing, self.command)
+        except Exception:
+            log.exception("the Home tab for %s could not be built", scope)
+            return
+        for user in users:
+            try:
+                await client.views_publish(user_id=user, view=view)
+            except Exception as exc:
+                log.warning("Home tab not published for %s in %s: %s", user, scope, exc)

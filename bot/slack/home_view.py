@@ -1,0 +1,100 @@
+"""The App Home tab as Block Kit: the documents a workspace can search, the indexing in progress,
+and how to add documents. A pure function; home.py publishes what it returns.
+
+Limits honoured (Block Kit reference: 100 blocks in a Home tab, section text <= 3000 characters,
+header text <= 150; views.publish refuses views over 250 kB): each group lists at most
+`MAX_LISTED` documents, several to a section, and says how many more there are. `markdown` blocks
+are for messages only, so everything here is mrkdwn sections and context blocks.
+"""
+from __future__ import annotations
+
+from core import Document, own_and_shared
+
+from .render import SECTION_LIMIT, escape
+
+MAX_VIEW_BLOCKS = 100
+MAX_LISTED = 40  # per group: a Home tab is a glance, `/pixelrag list` has the rest
+TITLE_CHARS = 150
+HEADER_CHARS = 150
+
+
+def header(text: str) -> dict:
+    return {"type": "header", "text": {"type": "plain_text", "text": text[:HEADER_CHARS], "emoji": True}}
+
+
+def section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_LIMIT]}}
+
+
+def context(text: str) -> dict:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def document_line(document: Document) -> str:
+    title = " ".join(document.title.split()) or document.file_name
+    if len(title) > TITLE_CHARS:
+        title = title[:TITLE_CHARS - 1] + "…"
+    return f"• *{escape(title)}* — {plural(document.page_count, 'page')} · `{document.doc_id}`"
+
+
+def packed(lines: list[str]) -> list[dict]:
+    """Lines joined into as few sections as fit Slack's 3,000 characters each."""
+    blocks, current = [], ""
+    for line in lines:
+        if current and len(current) + 1 + len(line) > SECTION_LIMIT:
+            blocks.append(section(current))
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        blocks.append(section(current))
+    return blocks
+
+
+def document_blocks(heading: str, scope_note: str, documents: list[Document]) -> list[dict]:
+    pages = sum(d.page_count for d in documents)
+    blocks = [section(f"*{heading}* — {plural(len(documents), 'document')}, {plural(pages, 'page')}"),
+              context(scope_note)]
+    blocks += packed([document_line(d) for d in documents[:MAX_LISTED]])
+    if len(documents) > MAX_LISTED:
+        blocks.append(context(f"…and {len(documents) - MAX_LISTED} more not shown here. "
+                              "`/pixelrag list` in a channel lists them."))
+    return blocks
+
+
+def home_view(documents: list[Document], scope: str, indexing: list[str], command: str = "/pixelrag") -> dict:
+    """The Home tab for a workspace (scope `slack:<team>`)."""
+    own, shared = own_and_shared(documents, scope)
+    blocks = [
+        header("pixelrag: answers from your PDFs"),
+        section("Ask a question in the *Messages* tab: every question starts its own thread, titled after it, and "
+                "the answer streams in with the cited pages and their highlighted quotes. Follow-up questions in "
+                "the thread keep its context. In a channel, mention me and I answer in a thread."),
+        {"type": "divider"},
+        header("Documents you can search"),
+    ]
+    if indexing:
+        names = ", ".join(escape(n) for n in indexing)
+        blocks.append(section(f":hourglass_flowing_sand: *Indexing now:* {names}. They can be searched once "
+                              "they are done; this tab updates then."))
+    if not documents:
+        blocks.append(section("No documents yet: add one as shown below."))
+    if own:
+        blocks += document_blocks("This workspace", "Added here; only this workspace searches them.", own)
+    if shared:
+        blocks += document_blocks("Shared collection", "Added by the operator; every workspace searches them.",
+                                  shared)
+    blocks += [
+        {"type": "divider"},
+        header("Adding documents"),
+        section(f"• `{command} index https://…/file.pdf` — add a PDF from a link\n"
+                "• Send me a PDF in the Messages tab, or mention me with “index this” on a channel message with "
+                "a PDF attached\n"
+                f"• `{command} reindex [document]` rebuilds, `{command} remove <document>` removes, "
+                f"`{command} list` lists"),
+        context("Adding and removing documents is for workspace admins and the users in SLACK_INDEX_USERS."),
+    ]
+    return {"type": "home", "blocks": blocks[:MAX_VIEW_BLOCKS]}
