@@ -90,18 +90,22 @@ class Service:
     def indexing_now(self, scope: str | None = None) -> list[str]:
         return self.indexer.indexing_now(scope)
 
-    async def status(self) -> dict:
+    async def status(self, scope: str | None = None) -> dict:
+        """What the index holds: for the operator (every scope) or, with `scope`, for one tenant (its own
+        and the shared documents, and only its own indexing in progress)."""
         if self.store is None:
-            database = await self.pages.status()
+            database = await self.pages.status(scope)
+            documents = await (self.pages.documents(scope) if scope else self.pages.all_documents())
             return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "backend": self.settings.backend, **database,
-                    "documents": len(await self.pages.all_documents())}  # indexing_now: every process's
+                    "documents": len(documents)}
         catalog = self.store.catalog()
+        documents = (self.view.visible_documents(scope) if scope else catalog.documents) if catalog else []
         return {
-            "index_dir": str(self.settings.index_dir),
+            **({} if scope else {"index_dir": str(self.settings.index_dir)}),
             "backend": self.settings.backend,
             "snapshot": catalog.name if catalog else None,
             "built_with": catalog.built_with if catalog else None,
-            "documents": len(catalog.documents) if catalog else 0,
-            "pages": catalog.pages if catalog else 0,
-            "indexing_now": self.indexing_now(),
+            "documents": len(documents),
+            "pages": sum(d.page_count for d in documents),
+            "indexing_now": self.indexing_now(scope),
         }

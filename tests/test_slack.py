@@ -692,7 +692,13 @@ async def test_unknown_subcommand_gets_help(slack: Harness):
 
 async def test_remove_and_status(slack: Harness):
     response = await slack.command("status")
-    assert "pixelrag status" in response.body
+    assert "pixelrag status" in response.body and "documents: 1" in response.body
+    await slack.service.real.index_bytes(SECRET_PDF, "q9-manual.pdf", scope="slack:T2")
+    # Another workspace's documents are not counted, nor is the server's index folder shown.
+    response = await slack.command("status")
+    assert "documents: 1" in response.body and "pages: 2" in response.body and "index_dir" not in response.body
+    response = await slack.command("status", team="T2")
+    assert "documents: 1" in response.body and "pages: 1" in response.body
     await slack.command("remove x200-datasheet.pdf", user="UPLAIN")
     await slack.bot.drain()
     assert "Only workspace admins" in slack.fake.calls_to("response_url")[-1].params["text"]

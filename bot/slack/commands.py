@@ -36,7 +36,7 @@ class SlashCommand:
         if sub == "list":
             await ack(text=render.documents_text(await self.service.documents(scope), scope))
         elif sub == "status":
-            await ack(text=render.status_text(await self.service.status()))
+            await ack(text=render.status_text(await self.service.status(scope)))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(text)}`…")
             self.tasks.spawn(self.job(client, private_reply(respond), command, sub, arg, scope),

@@ -77,13 +77,13 @@ class PostgresPages:
         async with await self.connection():
             pass
 
-    async def status(self) -> dict:
+    async def status(self, scope: str | None = None) -> dict:
         async with await self.connection() as conn:
             index = await self._index_row(conn)
             version = (await (await conn.execute("SELECT version FROM pixelrag_index")).fetchone() or [None])[0]
         return {"snapshot": f"database version {version}" if version else None,
                 "built_with": index[0] if index else None, "pages": index[1] if index else 0,
-                "indexing_now": await self.jobs()}
+                "indexing_now": await self.jobs(scope)}
 
     # --- building --------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -105,9 +105,10 @@ class PostgresPages:
                 await conn.execute("DELETE FROM pixelrag_jobs WHERE session = pg_backend_pid()")
                 await conn.execute("SELECT pg_advisory_unlock_all()")
 
-    async def jobs(self) -> list[str]:
-        """What is being indexed now, by any process: each document's origin."""
+    async def jobs(self, scope: str | None = None) -> list[str]:
+        """What is being indexed now, by any process (in `scope` only, when given): each document's file name."""
         async with await self.connection() as conn:
             await conn.execute("DELETE FROM pixelrag_jobs WHERE session NOT IN (SELECT pid FROM pg_stat_activity)")
             rows = await (await conn.execute("SELECT key FROM pixelrag_jobs ORDER BY started")).fetchall()
-        return [r[0].split("\n", 1)[-1].rsplit("/", 1)[-1] for r in rows]
+        keys = [r[0].split("\n", 1) for r in rows]  # build keys are "scope\norigin" (core/indexing.build_key)
+        return [origin.rsplit("/", 1)[-1] for where, origin in keys if scope is None or where == scope]
