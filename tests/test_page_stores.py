@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pymupdf
 import pytest
 
 from core import BadInput, Service, Settings, Turn
@@ -12,6 +11,14 @@ from tests.conftest import text_pdf
 
 QUESTIONS = ["What is the mounting hole spacing of the HydroFlow HF-300?", "How much does it weigh without water?",
              "Which fittings does the pump take?", "What does the warranty cover?"]
+
+
+@pytest.fixture(scope="module")
+def local():
+    """One local backend for the module: its models load once."""
+    from core.backends import make_backend
+
+    return make_backend(Settings(backend="local"))
 
 
 @pytest.fixture(params=["folder", "postgresql"])
@@ -23,9 +30,9 @@ def store_settings(request, tmp_path) -> Settings:
 
 
 @pytest.fixture
-async def both(tmp_path, brochure, database_url):
+async def both(tmp_path, brochure, database_url, local):
     """The brochure indexed into a folder and into a database, by one backend."""
-    folder = Service(Settings(index_dir=tmp_path / "index", backend="local"))
+    folder = Service(Settings(index_dir=tmp_path / "index", backend="local"), backend=local)
     database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
                        backend=folder.backend)
     await folder.index([str(brochure)])
@@ -44,19 +51,19 @@ async def test_both_stores_rank_and_answer_alike(both):
         assert a.markdown == b.markdown and a.limitations == b.limitations
         assert [(c.page, c.quote) for c in a.citations] == [(c.page, c.quote) for c in b.citations]
         assert all(c.preview and c.crop for c in b.citations)  # page images come out of the database
-
-
-async def test_a_word_no_visible_page_has_is_reported_by_both(both):
+    # A word no visible page has is reported by both (the database looks the words up in its postings).
     for service in both:
         answer = await service.answer(Turn("Does the HF-300 have a bluetooth remote?"))
         assert any("bluetooth" in note for note in answer.limitations)
 
 
-async def test_tenants_see_their_own_documents_and_the_shared_ones(store_settings, tmp_path, brochure):
-    service = Service(store_settings)
+async def test_tenants_see_their_own_documents_and_the_shared_ones(store_settings, local, tmp_path):
+    service = Service(store_settings, backend=local)
     try:
         manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute at 2 bar."])
-        await service.index([str(brochure)])
+        shared = text_pdf(tmp_path / "hf300-brochure.pdf", ["HydroFlow HF-300 brochure: 148 mm hole spacing.",
+                                                            "The HF-300 weighs 12 kg without water."])
+        await service.index([str(shared)])
         with open(manual, "rb") as f:
             await service.index_bytes(f.read(), "q9.pdf", scope="slack:T1")
         assert [d.file_name for d in await service.documents("slack:T1")] == ["hf300-brochure.pdf", "q9.pdf"]
@@ -72,8 +79,8 @@ async def test_tenants_see_their_own_documents_and_the_shared_ones(store_setting
         await _close(service)
 
 
-async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_settings, tmp_path):
-    service = Service(store_settings)
+async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_settings, local, tmp_path):
+    service = Service(store_settings, backend=local)
     try:
         first = text_pdf(tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1200 rpm.", "Page two: service every year."])
         await service.index([str(first)])
@@ -92,9 +99,10 @@ async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_s
         await _close(service)
 
 
-async def test_a_failed_build_leaves_what_was_published(store_settings, tmp_path, brochure, monkeypatch):
-    service = Service(store_settings)
+async def test_a_failed_build_leaves_what_was_published(store_settings, local, tmp_path, monkeypatch):
+    service = Service(store_settings, backend=local)
     try:
+        brochure = text_pdf(tmp_path / "hf300-brochure.pdf", ["HydroFlow HF-300: mounting holes 148 mm apart."])
         await service.index([str(brochure)])
         before = await service.answer(Turn(QUESTIONS[0]), retrieve_only=True)
         manual = text_pdf(tmp_path / "big.pdf", [f"Section {i}: the Z{i} valve." for i in range(20)])
@@ -113,8 +121,9 @@ async def test_a_failed_build_leaves_what_was_published(store_settings, tmp_path
         await _close(service)
 
 
-async def test_what_one_process_indexes_the_other_serves_without_a_restart(store_settings, tmp_path, brochure):
-    serving, indexing = Service(store_settings), Service(store_settings)
+async def test_what_one_process_indexes_the_other_serves_without_a_restart(store_settings, local, tmp_path):
+    brochure = text_pdf(tmp_path / "hf300-brochure.pdf", ["HydroFlow HF-300: mounting holes 148 mm apart."])
+    serving, indexing = Service(store_settings, backend=local), Service(store_settings, backend=local)
     try:
         empty = await serving.answer(Turn(QUESTIONS[0]))
         assert not empty.hits
@@ -126,11 +135,11 @@ async def test_what_one_process_indexes_the_other_serves_without_a_restart(store
         await _close(indexing)
 
 
-async def test_two_builders_of_one_document_take_turns(database_url, tmp_path):
+async def test_two_builders_of_one_document_take_turns(database_url, tmp_path, local):
     """The advisory lock: the second builder waits (and says so) until the first has published."""
     settings = Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url)
-    first = Service(settings)
-    second = Service(settings, backend=first.backend)  # another process: its own pool and build lock
+    first = Service(settings, backend=local)
+    second = Service(settings, backend=local)  # another process: its own pool and build lock
     pdf = text_pdf(tmp_path / "m.pdf", ["The M1 motor runs at 1200 rpm."])
     embedding, release, waiting = asyncio.Event(), asyncio.Event(), asyncio.Event()
     real = first.backend.embedder.embed_pages
@@ -173,11 +182,11 @@ async def _close(service: Service) -> None:
 
 
 async def test_migrate_copies_an_index_and_thread_memory_without_embedding(brochure_index, database_url, tmp_path,
-                                                                             monkeypatch):
+                                                                             monkeypatch, local):
     from core import Exchange, ThreadStore, migrate_index, migrate_threads
     from core.postgres.threads import PostgresThreadStore
 
-    folder = Service(Settings(index_dir=brochure_index, backend="local"))
+    folder = Service(Settings(index_dir=brochure_index, backend="local"), backend=local)
     threads_file = tmp_path / "slack-threads.sqlite"
     memory = await ThreadStore(threads_file).open()
     key = ("slack", "T1", "C1", "1700000000.000100")
