@@ -29,7 +29,7 @@ test: setup-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
-# Regenerate eval/RESULTS.md: the evaluations (local backend) and the benchmarks (about 30 minutes on 2 cores).
+# Regenerate eval/RESULTS.md: the evaluations (local backend, both page stores) and the benchmarks (about an hour on 2 cores).
 results: setup-test
 	$(BIN)/python eval/results.py
 

@@ -1,4 +1,5 @@
-"""Regenerate eval/RESULTS.md: the dev-set and held-out evaluations (local backend) and the three benchmarks.
+"""Regenerate eval/RESULTS.md: the dev-set and held-out evaluations (local backend), the same on both page
+stores, and the benchmarks (indexing, search, opening, ask latency, PostgreSQL, two replicas, Slack streaming).
 
     python eval/results.py [--quick]      (or: make results)
 
@@ -52,6 +53,11 @@ def main() -> None:
     search = sh(py, "eval/bench_search.py", "--sizes", sizes)
     ask = sh(py, "eval/bench_ask.py", "--repeat", "10")
     opening = sh(py, "eval/bench_open.py", "--pages", "20000" if args.quick else "100000")
+    parity = sh(py, "eval/store_parity.py")
+    postgres = sh(py, "eval/bench_postgres.py", "--pages", "20000" if args.quick else "200000", "--batch", "180")
+    postgres_3072 = sh(py, "eval/bench_postgres.py", "--pages", "20000", "--dim", "3072", "--batch", "18")
+    replicas = sh(py, "eval/bench_replicas.py")
+    streaming = sh(py, "eval/bench_slack_stream.py")
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     text = f"""# pixelrag results
 
@@ -97,6 +103,16 @@ wrong subject; the correct English question meets the cross-lingual gap.
 {opening}
 
 {ask}
+
+{parity}
+
+{postgres}
+
+{postgres_3072}
+
+{replicas}
+
+{streaming}
 """
     (ROOT / "eval" / "RESULTS.md").write_text(text, encoding="utf-8")
     print(f"wrote {ROOT / 'eval' / 'RESULTS.md'}", file=sys.stderr)
