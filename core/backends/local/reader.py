@@ -2,9 +2,7 @@
 
 A passage is a printed line of a retrieved page (text layer or OCR). Short lines, such as table
 cells, are widened with the words printed at the same height, so "Operating voltage" brings its
-"5V" along; a quote that stops mid-sentence runs on to the sentence's end. When the question asks for
-a value or a code (answer_span.py), passages that print one beside the question's words win, and the
-answer itself is put first, in bold.
+"5V" along; a quote that stops mid-sentence runs on to the sentence's end.
 """
 from __future__ import annotations
 
@@ -18,7 +16,6 @@ import numpy as np
 
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
-from .answer_span import answer_kind, best_span, bolded, spans
 
 MAX_QUOTES = 3
 SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
@@ -161,25 +158,9 @@ class ExtractiveReader:
         def coverage(i: int) -> float:
             return sum(weight[t] for t in query & stems[i]) / total
 
-        kind = answer_kind(question)
-
-        def fit(i: int) -> float:
-            """How well a passage holds the kind of answer asked for: a value or code printed beside the
-            question's words wins; one that only repeats the question's words (a heading, a label without
-            its value) answers nothing."""
-            if not stems[i] - query:
-                return 0.5
-            value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
-            if kind == "other":
-                return value
-            found = best_span(candidates[i].words, kind, weight)
-            if kind == "quantity":
-                return 1.25 * (1.2 + 0.6 * found[1]) if found else 0.6
-            return value * (1 + 0.6 * found[1]) if found else value
-
         def lexical_score(i: int) -> float:
             words = candidates[i].words
-            value = fit(i)
+            value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
@@ -205,13 +186,8 @@ class ExtractiveReader:
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
         lines = [LOCAL_NOTICE, ""]
-        found = [(best_span(p.words, kind, weight) or (None,))[0] if kind != "other" else None for p in chosen]
-        if chosen and found[0] is not None:  # the answer first, then the passage it was read from
-            a, b = found[0]
-            lines.append(f"**{' '.join(w.text for w in chosen[0].words[a:b])}** — {chosen[0].page.hit.title}, "
-                         f"p. {chosen[0].page.hit.page}")
-        for n, (p, span) in enumerate(zip(chosen, found), 1):
-            lines.append(f"{n}. “{bolded(p.words, span)}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
+        for n, p in enumerate(chosen, 1):
+            lines.append(f"{n}. “{p.text}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
         if not chosen:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
