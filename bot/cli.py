@@ -137,7 +137,7 @@ async def cmd_eval(args) -> int:
         settings = settings.with_(jev="rerank")
     if not args.index:
         settings = settings.with_(index_dir=Path("index") / f"eval-{settings.backend}")
-    questions = load_questions(args.questions)
+    questions = load_questions(args.questions, args.key_facts)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose_questions else None
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     report = await evaluate(questions, Path(args.corpus), settings, k=args.k, reader=not args.retrieve_only,
@@ -236,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=4, help="pages retrieved and scored (default 4)")
     p.add_argument("--json", metavar="OUT", help="write the full report with each question's ranked pages")
     p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
+    p.add_argument("--key-facts", help="JSON {question id: [accepted forms]} for a set without key_fact fields")
     p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
     p.add_argument("--variants", default="crop,half,jpeg40,rot2,screenshot",
                    help="screenshot-query variants to run (comma-separated; default: all five)")

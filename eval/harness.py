@@ -19,7 +19,7 @@ from core import Answer, BadInput, Exchange, QueryImage, Service, Settings, Turn
 from core.search import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
 from bot.terminal import save_images  # the images of each answer, written where --out says
 
-from .metrics import Result, citation_precision, containment, score_ranking
+from .metrics import Result, answer_lead, citation_precision, containment, score_ranking, states_fact
 from .questions import PageRef, Question
 from .report import summarize, summarize_jev
 from .screenshots import VARIANTS, image_variant, render_crop
@@ -129,6 +129,9 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
                     if not q.negative:
                         res.containment, res.contains = containment(text, q.answer)
                         res.citation_precision = citation_precision(res.cited, q.gold)
+                        if q.key_fact:
+                            res.key_fact_lead = states_fact(answer_lead(text), q.key_fact)
+                            res.key_fact_any = states_fact(text, q.key_fact)
             res.score = asdict(score_ranking(ranking, q.gold, q.gold_mode, k))
             if compare_jev:
                 res.jev = jev_comparison(answer, file_of, q, k)

@@ -1,12 +1,14 @@
 """Per-question scoring: how well one ranked list of pages finds the gold pages (evidence first,
 within the top k, recall, reciprocal rank), how much of the reference answer the reader's answer
-contains (SQuAD-style normalisation, key tokens) and how many cited pages are gold. `Result` is the
+contains (SQuAD-style normalisation, key tokens), whether its lead states the question's key fact, and
+how many cited pages are gold. `Result` is the
 record the harness keeps for each question run.
 """
 from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -87,6 +89,51 @@ def containment(answer: str, reference: str) -> tuple[float, bool]:
     return frac, bool(norm_ref) and f" {norm_ref} " in f" {norm_answer} "
 
 
+# --- key fact in the lead ------------------------------------------------------------------------
+LEAD_LINES = 2  # the first passage or bolded answer: what a reader sees before scrolling
+LEAD_CHARS = 400
+BY = re.compile(r"(?<=\d)\s*[x×]\s*(?=\d)", re.I)  # "29 × 18" and "29 x 18" are the same dimensions
+
+
+def answer_lead(answer: str) -> str:
+    """The first lines of an answer, skipping notices printed wholly in italics (the local mode's notice)."""
+    lines = [ln for ln in answer.splitlines() if ln.strip() and not re.fullmatch(r"\s*_[^_].*_\s*", ln)]
+    return "\n".join(lines[:LEAD_LINES])[:LEAD_CHARS]
+
+
+def _compact(text: str) -> tuple[str, set[int], set[int]]:
+    """Letters and digits only, with where tokens start and end (a digit-letter change counts, so "10S"
+    is "10 S"): "0,8 V" and "0.8V" compare equal, "OUT1" does not match inside "OUT10"."""
+    text = BY.sub(" ", unicodedata.normalize("NFKC", text).lower())
+    out: list[str] = []
+    starts, ends = set(), set()
+    prev = ""
+    for c in text:
+        alnum, kind_changed = c.isalnum(), prev.isdigit() != c.isdigit()
+        if alnum and (not prev.isalnum() or kind_changed):
+            starts.add(len(out))
+        if prev.isalnum() and (not alnum or kind_changed):
+            ends.add(len(out))
+        if alnum:
+            out.append(c)
+        prev = c
+    ends.add(len(out))
+    return "".join(out), starts, ends
+
+
+def states_fact(text: str, facts: Sequence[str]) -> bool:
+    """Whether any of the accepted forms of the key fact is in `text`, ignoring case, spacing and punctuation."""
+    have, starts, ends = _compact(text)
+    for fact in facts:
+        key = _compact(fact)[0]
+        at = have.find(key) if key else -1
+        while at != -1:
+            if at in starts and at + len(key) in ends:
+                return True
+            at = have.find(key, at + 1)
+    return False
+
+
 def citation_precision(cited: Sequence[PageRef], gold: Sequence[PageRef]) -> float | None:
     pages = set(cited)
     if not pages or not gold:
@@ -116,6 +163,8 @@ class Result:
     containment: float | None = None
     contains: bool | None = None
     citation_precision: float | None = None
+    key_fact_lead: bool | None = None  # None: the question has no key fact
+    key_fact_any: bool | None = None
     error: str | None = None
     seconds: float = 0.0
     jev: dict | None = None  # --compare-jev: both rankings of the same candidates (eval/report.py: summarize_jev)

@@ -3,7 +3,9 @@
 Format (see ../shared/corpora/README.md): one JSON object per line with `id`, `question`, `answer`,
 `gold` ([{file, page}], 1-based PDF pages), optional `gold_mode` ("all" by default, or "any"),
 `kind`, `lang`, optional `crop` ({file, page, box} in PDF points, top-left origin) for screenshot
-queries and optional `follow_up_of` (the id of the first turn of a two-turn exchange).
+queries, optional `follow_up_of` (the id of the first turn of a two-turn exchange) and optional
+`key_fact` (the value, code or name the answer must state; a list of accepted alternatives). Key facts
+for a set that lives elsewhere (the shared dev set) come from a side file: {id: [alternatives]}.
 """
 from __future__ import annotations
 
@@ -28,13 +30,19 @@ class Question:
     crop: dict | None = None
     follow_up_of: str | None = None
     note: str = ""
+    key_fact: tuple[str, ...] = ()
 
     @property
     def negative(self) -> bool:
         return self.kind == "negative" or not self.gold
 
 
-def load_questions(path: Path | str) -> list[Question]:
+def _alternatives(value) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value or ())
+
+
+def load_questions(path: Path | str, key_facts: Path | str | None = None) -> list[Question]:
+    extra = json.loads(Path(key_facts).read_text(encoding="utf-8")) if key_facts else {}
     out = []
     for n, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not raw.strip():
@@ -49,7 +57,8 @@ def load_questions(path: Path | str) -> list[Question]:
             raise BadInput(f"{path}:{n}: gold_mode must be 'all' or 'any', not {mode!r}.")
         out.append(Question(str(item["id"]), item.get("question", ""), item.get("answer", ""), gold, mode,
                             item.get("kind", "text"), item.get("lang", "en"), item.get("crop"),
-                            item.get("follow_up_of"), item.get("note", "")))
+                            item.get("follow_up_of"), item.get("note", ""),
+                            _alternatives(extra.get(str(item["id"]), item.get("key_fact")))))
     ids = {q.id for q in out}
     for q in out:
         if q.follow_up_of and q.follow_up_of not in ids:

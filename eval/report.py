@@ -1,6 +1,6 @@
 """The evaluation report: group the per-question results (overall, by kind, by language, by
 screenshot variant, negatives apart) into the summary the harness returns, and render that summary
-as the markdown table `pixelrag eval` prints.
+as the markdown table `pixelrag eval` prints. Key-fact rates are over the questions that have a key fact.
 """
 from __future__ import annotations
 
@@ -39,6 +39,10 @@ def summarize(results: Sequence[Result], k: int, reader: bool) -> dict:
             row["containment"] = sum(r.containment for r in graded) / len(graded) if graded else None
             row["contains"] = sum(bool(r.contains) for r in graded) / len(graded) if graded else None
             row["citation_precision"] = sum(precs) / len(precs) if precs else None
+            keyed = [r for r in rs if r.key_fact_lead is not None]
+            row["key_fact_n"] = len(keyed)
+            row["key_fact_lead"] = sum(r.key_fact_lead for r in keyed) / len(keyed) if keyed else None
+            row["key_fact_any"] = sum(bool(r.key_fact_any) for r in keyed) / len(keyed) if keyed else None
             row["limitation_rate"] = sum(bool(r.states_limitation) for r in rs) / len(rs) if rs else None
         table[name] = row
     negatives = [r for r in results if not r.gold]
@@ -85,7 +89,7 @@ def markdown_report(report: dict) -> str:
     head = ["group", "n", "evidence_first", f"evidence_within_{k}", f"recall@{k}", "MRR",
             "text-only ef", f"text-only w{k}", "text-only MRR"]
     if reader:
-        head += ["containment", "contains", "citation precision"]
+        head += ["containment", "contains", "citation precision", "key fact in lead", "key fact anywhere"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, row in s["groups"].items():
         if not row.get("n"):
@@ -94,7 +98,8 @@ def markdown_report(report: dict) -> str:
         cells = [name, str(row["n"]), _f(row["evidence_first"]), _f(row["evidence_within_k"]), _f(row["recall_at_k"]),
                  _f(row["mrr"]), _f(b.get("evidence_first")), _f(b.get("evidence_within_k")), _f(b.get("mrr"))]
         if reader:
-            cells += [_f(row.get("containment")), _f(row.get("contains")), _f(row.get("citation_precision"))]
+            cells += [_f(row.get("containment")), _f(row.get("contains")), _f(row.get("citation_precision")),
+                      _f(row.get("key_fact_lead")), _f(row.get("key_fact_any"))]
         lines.append("| " + " | ".join(cells) + " |")
     neg = s["negatives"]
     errors = sum(row.get("errors", 0) for name, row in s["groups"].items() if name == "overall") + neg["errors"]

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from bot.cli import main
-from eval.metrics import (MISS, Result, citation_precision, containment, key_tokens, mean_scores, normalize_answer,
+from eval.metrics import (MISS, Result, answer_lead, citation_precision, containment, states_fact, key_tokens, mean_scores, normalize_answer,
                           score_ranking)
 from eval.questions import load_questions
 from eval.report import summarize
@@ -89,6 +89,20 @@ def test_containment_fraction_and_exact_flag():
     frac, exact = containment("6 V minimum", "6 V minimum to 20 V maximum")
     assert 0 < frac < 1 and not exact
     assert containment("anything", "") == (0.0, False)
+
+
+def test_key_fact_ignores_spacing_and_punctuation_but_not_token_edges():
+    assert states_fact("The ATmega328P has **32 KB flash**.", ["32KB Flash"])
+    assert states_fact("mindestens 0,8 V", ["0.8V"]) and states_fact("wait for about 10S.", ["10 s"])
+    assert states_fact("29 × 18 × 2.5mm", ["29 x 18 x 2.5"])
+    assert not states_fact("OUT10 Rückfahrlicht", ["OUT1"]) and not states_fact("PB130", ["PB13"])
+    assert states_fact("OUT1 … Standlicht", ["nope", "OUT1"]) and not states_fact("anything", [])
+
+
+def test_the_lead_is_the_first_lines_after_an_italic_notice():
+    answer = "_Local mode: quoted as printed._\n\n1. “32KB Flash” — **UNO**, p. 2\n2. “2KB SRAM”\n3. “1KB EEPROM”"
+    assert answer_lead(answer) == "1. “32KB Flash” — **UNO**, p. 2\n2. “2KB SRAM”"
+    assert states_fact(answer_lead(answer), ["32KB"]) and not states_fact(answer_lead(answer), ["1KB EEPROM"])
 
 
 def test_citation_precision_counts_cited_pages_that_are_gold():
@@ -179,6 +193,10 @@ def test_load_questions_reads_gold_modes_crops_and_follow_ups(tmp_path):
     assert qs["q1"].gold == (("pump-manual.pdf", 2),) and qs["q1"].gold_mode == "all"
     assert qs["q3"].gold_mode == "any" and qs["q2"].follow_up_of == "q1"
     assert qs["q5"].negative and qs["q7"].crop["page"] == 2
+    facts = tmp_path / "facts.json"
+    facts.write_text('{"q1": ["2 bar"], "q3": "OUT1"}')
+    keyed = {q.id: q for q in load_questions(write_questions(tmp_path / "q.jsonl"), facts)}
+    assert keyed["q1"].key_fact == ("2 bar",) and keyed["q3"].key_fact == ("OUT1",) and keyed["q2"].key_fact == ()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "question": "?", "follow_up_of": "nope"}\n')
     with pytest.raises(Exception, match="nope"):
@@ -244,13 +262,15 @@ async def test_eval_runs_the_gemini_backend_against_the_fake_api(corpus, tmp_pat
     assert rows[("q1", "")]["baseline_ranked"][0] == ["pump-manual.pdf", 2]  # the baseline is backend-free
 
 
-def test_the_held_out_question_set_points_at_real_pages():
+@pytest.mark.parametrize("name,count", [("holdout", 40), ("unseen", 66), ("fresh", 53)])
+def test_the_held_out_question_sets_point_at_real_pages(name, count):
     import pymupdf
 
     from tests.conftest import corpus_pdf
 
-    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / "holdout-questions.jsonl")
-    assert len({q.id for q in questions}) == len(questions) == 40
+    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / f"{name}-questions.jsonl")
+    assert len({q.id for q in questions}) == len(questions) == count
+    assert all(q.key_fact for q in questions if not q.negative)
     for q in questions:
         pages = list(q.gold) + ([(q.crop["file"], q.crop["page"])] if q.crop else [])
         for name, page in pages:
