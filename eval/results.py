@@ -45,9 +45,12 @@ def main() -> None:
     dirty = " (with uncommitted changes)" if sh("git", "status", "--porcelain", "--untracked-files=no") else ""
     evaluation = sh(py, "-m", "bot.cli", "eval", str(CORPORA / "dev-questions.jsonl"), "--corpus",
                     str(CORPORA / "techdocs"), "--backend", "local", "--index", "index/eval-local",
-                    "--json", "index/eval-local-report.json")
+                    "--key-facts", "eval/dev-key-facts.json", "--json", "index/eval-local-report.json")
     holdout = sh(py, "-m", "bot.cli", "eval", "eval/holdout-questions.jsonl", "--corpus", str(CORPORA / "techdocs"),
                  "--backend", "local", "--index", "index/eval-local", "--json", "index/holdout-local-report.json")
+    unseen = {name: sh(py, "-m", "bot.cli", "eval", f"eval/{name}-questions.jsonl", "--corpus", str(CORPORA / "techdocs"),
+                       "--backend", "local", "--index", "index/eval-local", "--json", f"index/{name}-local-report.json")
+              for name in ("unseen", "fresh")}
     indexing = sh(py, "eval/bench_indexing.py", "--latency", "0.3")
     sizes = "10000,100000" if args.quick else "10000,100000,1000000"
     search = sh(py, "eval/bench_search.py", "--sizes", sizes)
@@ -95,6 +98,21 @@ rank 1 to 3 (evidence_first 0.833 to 0.806): the garbled form reached the German
 wrong subject; the correct English question meets the cross-lingual gap.
 
 {holdout}
+
+## Evaluation: two more sets written without seeing the dev set (same corpus, k = 4)
+
+eval/unseen-questions.jsonl (66: 60 answerable) and eval/fresh-questions.jsonl (53: 49 answerable, written for
+issue 14 before any reader change). Every answerable question of these, the held-out set and the dev set
+(eval/dev-key-facts.json) has a key fact: "key fact in lead" is the share of answers whose first two lines
+state it (spacing, case and punctuation ignored).
+
+### unseen
+
+{unseen["unseen"]}
+
+### fresh
+
+{unseen["fresh"]}
 
 {indexing}
 
