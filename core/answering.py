@@ -85,6 +85,9 @@ class Answerer:
         hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical)
         lap("search")
         emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
+        if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
+            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
+                          timings=timings)
         # The pages with their words and images: what the reader reads, and Jev judges when it is on.
         candidates = await search.read(hits)
         picked = await self.jev.select(interpreted, images, candidates, self.settings.top_k)  # dense order when off

@@ -33,10 +33,13 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
                 raise BadInput(f"The database holds an index built with {build.built_with}; this one was built "
                                f"with {snap.built_with}. Migrate into an empty database.")
             rows = snap.page_rows()
+            by_doc: dict[str, list] = {}
+            for page in snap.pages:
+                by_doc.setdefault(page.doc_id, []).append(page)
             added = []
             for doc in snap.documents:
                 await build.save_source(doc.sha256, store.source_path(doc.sha256).read_bytes())
-                pages = [p for p in snap.pages if p.doc_id == doc.doc_id]
+                pages = by_doc.get(doc.doc_id, [])
                 for page in pages:
                     await build.save_page_image(page.content_hash, store.page_image_path(page.content_hash).read_bytes())
                 added.append((doc, pages, [rows[p.content_hash] for p in pages]))

@@ -113,19 +113,7 @@ STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 def manifest_scopes(path: Path = MANIFEST) -> set[str]:
     """The bot scopes manifest.yml asks for: what an installed app's token is granted."""
-    scopes, inside = set(), False
-    for line in path.read_text(encoding="utf-8").splitlines():
-        stripped = line.split("#", 1)[0].rstrip()
-        if re.match(r"^\s+bot:\s*$", stripped):
-            inside, indent = True, len(stripped) - len(stripped.lstrip())
-            continue
-        if inside:
-            item = re.match(r"^(\s+)-\s*(\S+)\s*$", stripped)
-            if item and len(item.group(1)) >= indent:
-                scopes.add(item.group(2))
-            elif stripped.strip():
-                inside = False
-    return scopes
+    return _manifest_list(path, "bot")
 
 
 def manifest_text(path: Path = MANIFEST) -> str:
@@ -134,19 +122,24 @@ def manifest_text(path: Path = MANIFEST) -> str:
 
 def manifest_events(path: Path = MANIFEST) -> set[str]:
     """settings.event_subscriptions.bot_events: the events an installed app is sent."""
-    events, inside, indent = set(), False, 0
+    return _manifest_list(path, "bot_events")
+
+
+def _manifest_list(path: Path, key: str) -> set[str]:
+    """The items of the YAML list under the first `key:` line (no YAML parser among the test extras)."""
+    items, inside, indent = set(), False, 0
     for line in manifest_text(path).splitlines():
         stripped = line.split("#", 1)[0].rstrip()
-        if re.match(r"^\s+bot_events:\s*$", stripped):
+        if re.match(rf"^\s+{key}:\s*$", stripped):
             inside, indent = True, len(stripped) - len(stripped.lstrip())
             continue
         if inside:
             item = re.match(r"^(\s+)-\s*(\S+)\s*$", stripped)
             if item and len(item.group(1)) >= indent:
-                events.add(item.group(2))
+                items.add(item.group(2))
             elif stripped.strip():
                 inside = False
-    return events
+    return items
 
 
 def manifest_flag(name: str, path: Path = MANIFEST) -> bool:
