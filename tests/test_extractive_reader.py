@@ -82,3 +82,58 @@ def test_only_prose_runs_on_to_the_next_line():
     assert runs_on(line("the motherboard needs a driver to be"))  # stops on a function word
     assert runs_on(line("wybierz całe nagranie klikając CTRL + A, i naciśnij"))  # long prose, no full stop
     assert not runs_on(line("Switch off and check the coil wiring."))
+
+
+def drawn_page(items: list[tuple[float, float, str, float]]) -> list[ReaderPage]:
+    """One page with each (x, y, text, size) printed where it says: tables and outlines by layout alone."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for x, y, text, size in items:
+        page.insert_text((x, y), text, fontsize=size)
+    record = Page("d1", 1, "h0", page.rect.width, page.rect.height, tuple(text_words(page)))
+    return [ReaderPage(Hit("d1", "Relay catalogue", 1, 1.0, ""), record, b"")]
+
+
+async def test_a_table_row_is_found_through_its_header_and_heading(reader):
+    # The question names the column ("R300") and the section ("technical data"); only the row holds the value.
+    items = [(50, 60, "Technical data", 16), (50, 90, "Parameter", 10), (220, 90, "R200", 10), (340, 90, "R300", 10)]
+    for n, (label, a, b) in enumerate([("Coil voltage", "24 V", "48 V"), ("Contact rating", "8 A", "16 A"),
+                                       ("Dimensions", "29 × 18 × 12 mm", "44 × 23 × 15 mm"),
+                                       ("Weight", "12 g", "20 g")]):
+        items += [(50, 110 + 18 * n, label, 10), (220, 110 + 18 * n, a, 10), (340, 110 + 18 * n, b, 10)]
+    items.append((50, 200, "All relays are tested before delivery and carry a two-year warranty.", 10))
+    draft = await reader.read("What dimensions does the R300 have according to the technical data?",
+                              drawn_page(items), ())
+    assert "44 × 23 × 15 mm" in draft.citations[0].quote
+    assert "R300" in draft.markdown.split("\n\n", 1)[1].splitlines()[0]  # the header is shown with the row
+
+
+async def test_a_value_is_found_under_its_headings(reader):
+    # "32 KB Flash" repeats one question word; the outline above it holds the others.
+    items = [(50, 60, "Features", 16), (60, 85, "ZX80 Processor", 11), (75, 102, "Memory", 11),
+             (90, 119, "Up to 20 MHz clock", 11), (90, 136, "32 KB Flash", 11), (90, 153, "2 KB SRAM", 11),
+             (60, 180, "Power", 11), (90, 197, "2.7 to 5.5 volts", 11),
+             (50, 240, "The ZX80 processor memory map is described in the programming manual.", 10)]
+    draft = await reader.read("How much flash memory does the ZX80 processor have?", drawn_page(items), ())
+    assert "32 KB Flash" in draft.citations[0].quote
+
+
+async def test_a_how_to_question_quotes_the_steps_after_the_introduction(reader, tmp_path):
+    pages = pages_of(tmp_path, [
+        "Reversing the channels\n"
+        "The direction of the throttle and steering channels can be reversed on the controller.\n"
+        "To do so, give seven clicks on the switch channel and wait until the lights flash.\n"
+        "Light programs\nLight programs are small scripts stored in the controller.\n",
+    ])
+    draft = await reader.read("How do I reverse the direction of the steering channel?", pages, ())
+    assert "seven clicks" in draft.citations[0].quote
+
+
+async def test_a_quote_that_starts_mid_sentence_starts_where_the_sentence_does(reader, tmp_path):
+    pages = pages_of(tmp_path, [
+        "Notes\n"
+        "Firmware file names on the SD card cannot be changed. The E7 board supports the LCD2004 screen with\n"
+        "the connector EXP_DISPLAY.\n",
+    ])
+    draft = await reader.read("Which screen works on the EXP_DISPLAY connector?", pages, ())
+    assert "LCD2004" in draft.citations[0].quote

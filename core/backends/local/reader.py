@@ -1,8 +1,13 @@
 """The extractive reader of the local backend: it quotes the best-matching passages, it does not compose.
 
-A passage is a printed line of a retrieved page (text layer or OCR). Short lines, such as table
-cells, are widened with the words printed at the same height, so "Operating voltage" brings its
-"5V" along; a quote that stops mid-sentence runs on to the sentence's end.
+A passage is a printed line of a retrieved page (text layer or OCR), or a run of up to three. Short
+lines, such as table cells, are widened with the words printed at the same height, so "Operating
+voltage" brings its "5V" along. A passage is matched together with its frame (layout.py: the
+headings above it, its table's header row), so a value that repeats none of the question's words
+is still found; a line that only repeats the question's words is worth less, for it tells nothing.
+The kind of answer asked for (question_kind.py) weighs in: a number for "how much", the steps after
+the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
+sentence; a quoted table row is shown after its header.
 """
 from __future__ import annotations
 
@@ -16,8 +21,16 @@ import numpy as np
 
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
+from .layout import frame, printed_lines, rows
+from .question_kind import asks_procedure, asks_quantity
 
 MAX_QUOTES = 3
+FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
+NO_NEWS = 0.5
+FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
+QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
+NUMBER = re.compile(r"(?<![^\W_])\d")  # a digit that does not end a word such as "Mk4P"
+GAP = 1.2  # blank space between two lines, in line heights, that ends a block
 SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
 LOCAL_NOTICE = (
@@ -42,6 +55,8 @@ class Passage:
     rank: int  # of its page among the retrieved ones, 0 first
     words: tuple[Word, ...]
     lines: int = 1  # consecutive printed lines it spans
+    frame: tuple[Word, ...] = ()  # the headings and table header it sits under (layout.py)
+    header: str = ""  # its table's header row, cells apart, shown before it
 
     @property
     def text(self) -> str:
@@ -52,27 +67,51 @@ class Passage:
         return union_box(self.words)
 
 
-def passages(page: Page) -> list[tuple[Word, ...]]:
-    lines: dict[int, list[Word]] = {}
-    for w in page.words:
-        lines.setdefault(w.line, []).append(w)
-    ordered = sorted(lines.values(), key=lambda ws: (min(w.box[1] for w in ws), min(w.box[0] for w in ws)))
+@dataclass(frozen=True)
+class PrintedLine:
+    words: tuple[Word, ...]  # a line, or a short line widened to its whole printed row
+    frame: tuple[Word, ...]  # its headings and table header
+    header: str  # the table header's cells, shown before a quoted row
+
+
+def passages(page: Page, boilerplate: set[Word] = frozenset()) -> list[PrintedLine]:
+    """Each printed line with its frame; lines of `boilerplate` (running headers) frame nothing."""
+    lines = printed_lines(page)
+    row_of = rows(lines)
     out = []
-    for i, line in enumerate(ordered):
-        top, bottom = min(w.box[1] for w in line), max(w.box[3] for w in line)
-        if len(line) < 6:  # a table cell or a label: take the whole printed row
-            line = [w for other in ordered for w in other if top <= (w.box[1] + w.box[3]) / 2 <= bottom]
-        words = sorted(line, key=lambda w: w.box[0])
-        if words[-1].text.endswith(":") and i + 1 < len(ordered):  # "Label:" with its value below
-            words += sorted(ordered[i + 1], key=lambda w: w.box[0])
-        out.append(tuple(dict.fromkeys(words)))
+    for i, line in enumerate(lines):
+        words = list(line.words)
+        if len(words) < 6:  # a table cell or a label: take the whole printed row
+            words = sorted((w for j in row_of[i] for w in lines[j].words), key=lambda w: w.box[0])
+        if words[-1].text.endswith(":") and i + 1 < len(lines):  # "Label:" with its value below
+            words += lines[i + 1].words
+        heading_rows, header_row = frame(lines, row_of, i)
+        header = tuple(w for j in header_row for w in lines[j].words)
+        header_text = " · ".join(" ".join(w.text for w in lines[j].words) for j in header_row)
+        headings = tuple(w for j in heading_rows for w in lines[j].words if w not in boilerplate)
+        words = tuple(dict.fromkeys(words))
+        if out and out[-1].words == words:
+            continue  # the row again, from another of its cells
+        out.append(PrintedLine(words, headings + header, header_text if not set(header) <= set(words) else ""))
     return out
 
 
-def windows(lines: list[tuple[Word, ...]], longest: int = 3) -> list[tuple[tuple[Word, ...], int]]:
-    """Runs of 1 to `longest` consecutive lines: an answer often spans a label and the lines below it."""
-    return [(tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line)), n)
-            for i in range(len(lines)) for n in range(1, longest + 1) if i + n <= len(lines)]
+def windows(lines: list[PrintedLine], longest: int = 3) -> list[tuple[tuple[Word, ...], int, PrintedLine]]:
+    """Runs of 1 to `longest` consecutive lines of one block, framed as their first: an answer often spans
+    a label and the lines below it, not the paragraph after a gap."""
+    out = []
+    for i in range(len(lines)):
+        for n in range(1, longest + 1):
+            if i + n > len(lines) or (n > 1 and apart(lines[i + n - 2].words, lines[i + n - 1].words)):
+                break
+            out.append((tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line.words)), n, lines[i]))
+    return out
+
+
+def apart(above: tuple[Word, ...], below: tuple[Word, ...]) -> bool:
+    """Whether a blank gap of more than a line's height separates two lines (another block)."""
+    height = max(w.box[3] - w.box[1] for w in above)
+    return min(w.box[1] for w in below) - max(w.box[3] for w in above) > GAP * height
 
 
 SENTENCE_END = re.compile(r"[.!?…]['\"”»)]*$")
@@ -89,15 +128,22 @@ def runs_on(line: tuple[Word, ...]) -> bool:
 
 
 def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2,
-                      longest: int = 60) -> tuple[Word, ...]:
+                      longest: int = 60, steps: bool = False) -> tuple[Word, ...]:
     """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
-    the answer is often its second half."""
+    the answer is often its second half. One that starts mid-sentence (in lower case, after a line
+    that runs on) starts where the sentence does: its subject is often the first half."""
+    out = list(words)
+    first = next((i for i, line in enumerate(lines) if words[0] in line), None)
+    if first is not None and words[0].text[:1].islower():
+        for line in reversed(lines[max(0, first - extra):first]):
+            if not runs_on(line) or len(out) + len(line) > longest:
+                break
+            out = [w for w in line if w not in out] + out
     at = next((i for i, line in enumerate(lines) if words[-1] in line), None)
     if at is None:
-        return words
-    out = list(words)
+        return tuple(out)
     for line in lines[at + 1:at + 1 + extra]:
-        if not runs_on(lines[at]) or len(out) + len(line) > longest:
+        if not (steps or runs_on(lines[at])) or len(out) + len(line) > longest:
             break
         out += [w for w in line if w not in out]
         at += 1
@@ -120,6 +166,11 @@ def repeated_lines(pages_lines: list[list[tuple[Word, ...]]], margin: float = 0.
     return {shape for shape, n in counts.items() if n > 1 and shape}
 
 
+def _column_names(p: Passage) -> str:
+    """A quoted table row is read with its header: which value is whose."""
+    return "_" + p.header.replace("_", " ") + ":_ " if p.header else ""
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -138,17 +189,21 @@ class ExtractiveReader:
     async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
                    guidance: str = "") -> Draft:
         # `guidance` (a Jev task's formatting instructions) has no prompt to go into: the quotes stay as they are.
-        pages_lines = [passages(rp.page) for rp in pages]
-        boilerplate = repeated_lines(pages_lines)  # running headers and footers answer nothing
-        pages_lines = [[ws for ws in page_lines if _shape(ws) not in boilerplate] for page_lines in pages_lines]
-        candidates = [Passage(rp, rank, words, n) for rank, (rp, page_lines) in enumerate(zip(pages, pages_lines))
-                      for words, n in windows(page_lines)]
+        # running headers and footers answer nothing, nor frame what does
+        raw = [printed_lines(rp.page) for rp in pages]
+        shapes = repeated_lines([[ln.words for ln in page] for page in raw])
+        boilerplate = {w for page in raw for ln in page if _shape(ln.words) in shapes for w in ln.words}
+        printed = [[ln for ln in passages(rp.page, boilerplate) if not set(ln.words) <= boilerplate] for rp in pages]
+        pages_lines = [[ln.words for ln in page] for page in printed]
+        candidates = [Passage(rp, rank, words, n, first.frame, first.header)
+                      for rank, (rp, page) in enumerate(zip(pages, printed)) for words, n, first in windows(page)]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
                          limitations=("No readable text was found on the retrieved pages.",), topic=topic_of(question))
         # Rare terms matter more: weight each query term by its rarity among the candidate passages.
         stems = [{stem(t) for t in content_tokens(p.text)} for p in candidates]
+        framed = [{stem(t) for t in content_tokens(" ".join(w.text for w in p.frame))} for p in candidates]
         weight = {t: math.log(1 + len(candidates) / (1 + sum(t in s for s in stems))) for t in query}
         # Words of the documents' titles pick the document, not the passage within it.
         in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
@@ -156,27 +211,36 @@ class ExtractiveReader:
         total = sum(weight.values()) or 1.0
 
         def coverage(i: int) -> float:
-            return sum(weight[t] for t in query & stems[i]) / total
+            own = query & stems[i]
+            return (sum(weight[t] for t in own) + FRAME_SHARE * sum(weight[t] for t in (query & framed[i]) - own)) / total
+
+        quantity = asks_quantity(question)
 
         def lexical_score(i: int) -> float:
             words = candidates[i].words
-            value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
+            if quantity:  # "how much", "wie groß": a number answers it
+                value = QUANTITY_VALUE if NUMBER.search(candidates[i].text) else NO_QUANTITY
+            else:
+                value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
-            return coverage(i) * value * heading * brevity / prior  # earlier pages likelier hold the answer
+            news = 1.0 if stems[i] - query else NO_NEWS  # a line that only repeats the question tells nothing
+            return coverage(i) * value * heading * brevity * news / prior  # earlier pages likelier hold the answer
 
         final = {i: lexical_score(i) for i in range(len(candidates))}
         final = {i: v for i, v in final.items() if v > 0}
         if self.similarity is not None and final:
             final = await self._rerank(question, candidates, final)
         order = sorted(final, key=lambda i: -final[i])
+        procedure = asks_procedure(question)  # the steps follow the passage that matches
         chosen: list[Passage] = []
         for i in order:
-            # further quotes only when nearly as good as the best: weak matches are noise
-            if len(chosen) == MAX_QUOTES or final[i] < 0.7 * final[order[0]]:
+            # further quotes only when not far behind the best: weak matches are noise
+            if len(chosen) == MAX_QUOTES or final[i] < FURTHER_QUOTES * final[order[0]]:
                 break
-            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank]))
+            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank],
+                                                                   steps=procedure))
             if any(set(quote.words) & set(c.words) for c in chosen):
                 continue  # overlapping windows would quote the same lines twice
             chosen.append(quote)
@@ -187,7 +251,7 @@ class ExtractiveReader:
             limitations.append("No price is stated on the retrieved pages.")
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
-            lines.append(f"{n}. “{p.text}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
+            lines.append(f"{n}. {_column_names(p)}“{p.text}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
         if not chosen:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
@@ -201,9 +265,11 @@ class ExtractiveReader:
         return draft
 
     async def _rerank(self, question: str, candidates: list[Passage], lexical: dict[int, float]) -> dict[int, float]:
-        """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1."""
+        """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1.
+        The dense model reads each passage with its frame: "Memory 32KB Flash", not "32KB Flash"."""
         shortlist = sorted(lexical, key=lambda i: -lexical[i])[:SHORTLIST]
-        dense = await asyncio.to_thread(self.similarity, question, [candidates[i].text for i in shortlist])
+        texts = [" ".join(w.text for w in candidates[i].frame + candidates[i].words) for i in shortlist]
+        dense = await asyncio.to_thread(self.similarity, question, texts)
         low, spread = float(dense.min()), float(dense.max() - dense.min()) or 1.0
         top = lexical[shortlist[0]]
         return {i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (float(d) - low) / spread
