@@ -221,6 +221,37 @@ def fused(dense: np.ndarray, best: float, spread: float, lexical: np.ndarray | N
     return out
 
 
+def gap_pages(ranked: list[tuple[str, int, float]]) -> set[tuple[str, int]]:
+    """The pages fill_gaps() may put in: the one between each two ranked pages of a document."""
+    keys = {(doc, page) for doc, page, _ in ranked}
+    return {(doc, page + 1) for doc, page in keys if (doc, page + 2) in keys and (doc, page + 1) not in keys}
+
+
+def fill_gaps(ranked: list[tuple[str, int, float]],
+              exists: Callable[[tuple[str, int]], bool] = lambda key: True) -> list[tuple[str, int, float]]:
+    """The ranked (document, page, score) list with the page between two ranked pages of one document
+    put in: a procedure or a table that runs over three consecutive pages often has its middle page
+    score lower than both ends (it holds the steps, not the words of the question), and an answer
+    needs the whole run. The middle page takes the place and score of the lowest-ranked page that
+    is below the higher end of the pair and is not one of its ends; with no such page (the two ends
+    hold the last two ranks) nothing changes. Works on the list alone (and `exists`, whether a store
+    holds a page: gap_pages() says which to ask about), so that every store (this one scoring every
+    page, PostgreSQL only candidates) fills the same gaps."""
+    out = list(ranked)
+    keys = [(doc, page) for doc, page, _ in ranked]
+    for low in keys:
+        high = (low[0], low[1] + 2)
+        present = [(doc, page) for doc, page, _ in out]
+        middle = (low[0], low[1] + 1)
+        if high not in keys or low not in present or high not in present or middle in present or not exists(middle):
+            continue
+        for j in range(len(out) - 1, min(present.index(low), present.index(high)), -1):
+            if present[j] not in (low, high):
+                out[j] = (*middle, out[j][2])
+                break
+    return out
+
+
 def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, allowed: np.ndarray, k: int,
                 coverage: float = 0.5) -> list[tuple[int, float]]:
     """The top k allowed pages by fused(), every page a candidate."""
