@@ -233,12 +233,13 @@ def fill_gaps(ranked: list[tuple[str, int, float]],
     put in: a procedure or a table that runs over three consecutive pages often has its middle page
     score lower than both ends (it holds the steps, not the words of the question), and an answer
     needs the whole run. The middle page takes the place and score of the lowest-ranked page that
-    is below the higher end of the pair and is not one of its ends; with no such page (the two ends
-    hold the last two ranks) nothing changes. Works on the list alone (and `exists`, whether a store
-    holds a page: gap_pages() says which to ask about), so that every store (this one scoring every
-    page, PostgreSQL only candidates) fills the same gaps."""
+    is below the higher end of the pair, is not an end of any such pair and was not put in itself;
+    with no such page (the two ends hold the last two ranks) nothing changes. Works on the list alone
+    (and `exists`, whether a store holds a page: gap_pages() says which to ask about), so that every
+    store (this one scoring every page, PostgreSQL only candidates) fills the same gaps."""
     out = list(ranked)
     keys = [(doc, page) for doc, page, _ in ranked]
+    ends = {(doc, page + d) for doc, page in keys if (doc, page + 2) in keys and (doc, page + 1) not in keys for d in (0, 2)}
     for low in keys:
         high = (low[0], low[1] + 2)
         present = [(doc, page) for doc, page, _ in out]
@@ -246,8 +247,9 @@ def fill_gaps(ranked: list[tuple[str, int, float]],
         if high not in keys or low not in present or high not in present or middle in present or not exists(middle):
             continue
         for j in range(len(out) - 1, min(present.index(low), present.index(high)), -1):
-            if present[j] not in (low, high):
+            if present[j] not in ends:
                 out[j] = (*middle, out[j][2])
+                ends.add(middle)  # and is not displaced by the next gap
                 break
     return out
 
