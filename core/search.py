@@ -233,23 +233,25 @@ def fill_gaps(ranked: list[tuple[str, int, float]],
     put in: a procedure or a table that runs over three consecutive pages often has its middle page
     score lower than both ends (it holds the steps, not the words of the question), and an answer
     needs the whole run. The middle page takes the place and score of the lowest-ranked page that
-    is below the higher end of the pair, is not an end of any such pair and was not put in itself;
-    with no such page (the two ends hold the last two ranks) nothing changes. Works on the list alone
+    is below the higher end of the pair, is not an end of a gap and was not put in itself; with no
+    such page (the two ends hold the last ranks) nothing changes. Gaps are those of the list as
+    ranked: a page displaced to fill one does not become a gap to fill in turn. Works on the list alone
     (and `exists`, whether a store holds a page: gap_pages() says which to ask about), so that every
     store (this one scoring every page, PostgreSQL only candidates) fills the same gaps."""
     out = list(ranked)
     keys = [(doc, page) for doc, page, _ in ranked]
-    ends = {(doc, page + d) for doc, page in keys if (doc, page + 2) in keys and (doc, page + 1) not in keys for d in (0, 2)}
+    gaps = gap_pages(ranked)  # of the list as ranked: a page displaced here is not put back as a gap
+    kept = {(doc, page + d) for doc, page in gaps for d in (-1, 1)}  # the ends of each gap, and each page put in
     for low in keys:
         high = (low[0], low[1] + 2)
         present = [(doc, page) for doc, page, _ in out]
         middle = (low[0], low[1] + 1)
-        if high not in keys or low not in present or high not in present or middle in present or not exists(middle):
+        if middle not in gaps or low not in present or high not in present or middle in present or not exists(middle):
             continue
         for j in range(len(out) - 1, min(present.index(low), present.index(high)), -1):
-            if present[j] not in ends:
+            if present[j] not in kept:
                 out[j] = (*middle, out[j][2])
-                ends.add(middle)  # and is not displaced by the next gap
+                kept.add(middle)
                 break
     return out
 

@@ -28,10 +28,13 @@ def test_a_run_already_whole_is_left_alone():
     assert gap_pages(ranked) == set() and fill_gaps(ranked) == ranked
 
 
-def test_an_end_of_another_pair_is_not_displaced():
+def test_an_end_of_another_gap_is_not_displaced():
     # 3 and 5 have 4 between them, 1 and 3 have 2: neither gap may push out an end of the other.
     ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7)]
     assert gap_pages(ranked) == {("a", 2), ("a", 4)}
     assert fill_gaps(ranked) == ranked
     ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("b", 1, 0.6)]
     assert fill_gaps(ranked) == [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 4, 0.6)]  # the first pair's
+    # 1-2-3 is whole, 4 is missing: the weakest page gives way, and is not then filled back in place of 1.
+    ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 2, 0.6)]
+    assert fill_gaps(ranked) == [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 4, 0.6)]
