@@ -5,7 +5,8 @@ cosines are squeezed into a narrow band, so ranks alone turn tiny dense differen
 ones and break ties by page order. Dense scores are standardized over the visible pages (how far a
 page stands out from the collection) and BM25 scores are divided by the best page's, so a page that
 both signals single out wins, and a clear lexical match survives a middling dense score. How much
-each signal counts depends on the query's lexical coverage (see dense_weight).
+each signal counts depends on the query's lexical coverage (see dense_weight). The fused top k then has
+the page between two of its pages of one document put in (fill_gaps): the middle page of a procedure.
 """
 from __future__ import annotations
 
