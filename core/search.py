@@ -5,7 +5,8 @@ cosines are squeezed into a narrow band, so ranks alone turn tiny dense differen
 ones and break ties by page order. Dense scores are standardized over the visible pages (how far a
 page stands out from the collection) and BM25 scores are divided by the best page's, so a page that
 both signals single out wins, and a clear lexical match survives a middling dense score. How much
-each signal counts depends on the query's lexical coverage (see dense_weight).
+each signal counts depends on the query's lexical coverage (see dense_weight). The fused top k then has
+the page between two of its pages of one document put in (fill_gaps): the middle page of a procedure.
 """
 from __future__ import annotations
 
@@ -218,6 +219,41 @@ def fused(dense: np.ndarray, best: float, spread: float, lexical: np.ndarray | N
         w = dense_weight(coverage)
         scaled = lexical.astype(np.float64) / lexical_best if lexical_best > 0 else np.zeros(len(lexical))
         out = w * out + (1 - w) * scaled
+    return out
+
+
+def gap_pages(ranked: list[tuple[str, int, float]]) -> set[tuple[str, int]]:
+    """The pages fill_gaps() may put in: the one between each two ranked pages of a document."""
+    keys = {(doc, page) for doc, page, _ in ranked}
+    return {(doc, page + 1) for doc, page in keys if (doc, page + 2) in keys and (doc, page + 1) not in keys}
+
+
+def fill_gaps(ranked: list[tuple[str, int, float]],
+              exists: Callable[[tuple[str, int]], bool] = lambda key: True) -> list[tuple[str, int, float]]:
+    """The ranked (document, page, score) list with the page between two ranked pages of one document
+    put in: a procedure or a table that runs over three consecutive pages often has its middle page
+    score lower than both ends (it holds the steps, not the words of the question), and an answer
+    needs the whole run. The middle page takes the place and score of the lowest-ranked page that
+    is below the higher end of the pair, is not an end of a gap and was not put in itself; with no
+    such page (the two ends hold the last ranks) nothing changes. Gaps are those of the list as
+    ranked: a page displaced to fill one does not become a gap to fill in turn. Works on the list alone
+    (and `exists`, whether a store holds a page: gap_pages() says which to ask about), so that every
+    store (this one scoring every page, PostgreSQL only candidates) fills the same gaps."""
+    out = list(ranked)
+    keys = [(doc, page) for doc, page, _ in ranked]
+    gaps = gap_pages(ranked)  # of the list as ranked: a page displaced here is not put back as a gap
+    kept = {(doc, page + d) for doc, page in gaps for d in (-1, 1)}  # the ends of each gap, and each page put in
+    for low in keys:
+        high = (low[0], low[1] + 2)
+        present = [(doc, page) for doc, page, _ in out]
+        middle = (low[0], low[1] + 1)
+        if middle not in gaps or low not in present or high not in present or middle in present or not exists(middle):
+            continue
+        for j in range(len(out) - 1, min(present.index(low), present.index(high)), -1):
+            if present[j] not in kept:
+                out[j] = (*middle, out[j][2])
+                kept.add(middle)
+                break
     return out
 
 

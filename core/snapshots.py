@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import IndexProblem
 from .records import SHARED_SCOPE, Document, Hit, ReaderPage
-from .search import LexicalIndex, dense_page_scores, fuse_scores, lexical_index
+from .search import LexicalIndex, dense_page_scores, fill_gaps, fuse_scores, lexical_index
 from .snapshot_builds import embedded_build
 from .snapshot_format import Snapshot
 from .store import IndexStore
@@ -129,8 +129,11 @@ class EmbeddedSearch:
                                  self.lexical.coverage(text, self.allowed))
         else:
             ranked = fuse_scores(dense, None, self.allowed, k)
-        return [Hit(snap.pages[i].doc_id, self.documents[snap.pages[i].doc_id].title, snap.pages[i].page,
-                    round(score, 6), snap.pages[i].content_hash) for i, score in ranked]
+        ranked = fill_gaps([(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
+                           lambda key: key in snap.index_of)
+        pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in ranked]
+        return [Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
+                for p, (_, _, score) in zip(pages, ranked)]
 
     async def absent_words(self, question: str) -> list[str]:
         return await asyncio.to_thread(self.lexical.absent_words, question, self.allowed)

@@ -79,6 +79,36 @@ async def test_tenants_see_their_own_documents_and_the_shared_ones(store_setting
         await _close(service)
 
 
+PROCEDURE = [
+    "Replacing the filter cartridge of the AquaLift AL-20, step 1: switch the pump off and open the lid.",
+    "Step 2: lift the old part out by its handle and rinse the housing under clean running water.",
+    "Replacing the filter cartridge of the AquaLift AL-20, step 3: push the new cartridge in and close the lid.",
+    "Warranty: two years from the date of purchase, for the pump motor only.",
+    "Noise: the pump hums quietly at night; a rattle means the feet are loose.",
+    "Spare parts for the AquaLift AL-20: filter cartridge FC-2, lid seal LS-1.",
+    "Replace the AquaLift AL-20 filter cartridge FC-2 every three months.",
+]
+
+
+async def test_the_middle_page_of_a_procedure_is_put_in_by_both_stores(tmp_path, database_url, local):
+    """Pages 1 and 3 name the task, page 2 holds the step between them: search.fill_gaps puts page 2
+    in place of the last page (7, which ranks above it), in the index folder and in the database."""
+    manual = text_pdf(tmp_path / "al20-manual.pdf", PROCEDURE)
+    folder = Service(Settings(index_dir=tmp_path / "index", backend="local"), backend=local)
+    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
+                       backend=local)
+    try:
+        for service in (folder, database):
+            await service.index([str(manual)])
+        question = "How do I replace the filter cartridge of the AL-20?"
+        a = await folder.answer(Turn(question), retrieve_only=True)
+        b = await database.answer(Turn(question), retrieve_only=True)
+        assert [h.page for h in a.hits] == [h.page for h in b.hits] == [3, 1, 7, 2]
+        assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], abs=1e-4)
+    finally:
+        await _close(database)
+
+
 async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_settings, local, tmp_path):
     service = Service(store_settings, backend=local)
     try:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import IndexProblem
 from ..records import Document, Hit, ReaderPage
-from ..search import absent_words, fused, idf, presence_probe, probed_words, query_terms
+from ..search import absent_words, fill_gaps, fused, gap_pages, idf, presence_probe, probed_words, query_terms
 from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_text, vector_type
 
 CANDIDATES = 40  # per signal; the fused top k comes from their union
@@ -68,11 +68,21 @@ class PostgresSearch:
             rows = {r[0]: r[1:] for r in await (await conn.execute(
                 "SELECT id, doc_id, page, content_hash FROM pixelrag_pages WHERE id = ANY(%s)",
                 ([ids[j] for j in order],))).fetchall()}
-        hits = []
-        for j in order:
-            doc_id, page, content_hash = rows[ids[j]]
-            hits.append(Hit(doc_id, self.documents[doc_id].title, page, round(float(scores[j]), 6), content_hash))
-        return hits
+            ranked = [(*rows[ids[j]][:2], float(scores[j])) for j in order]
+            hashes = {(doc_id, page): content_hash for doc_id, page, content_hash in rows.values()}
+            if gaps := gap_pages(ranked):  # the middle pages fill_gaps() may put in (search.fill_gaps)
+                hashes.update(await self._content_hashes(conn, gaps))
+            ranked = fill_gaps(ranked, lambda key: key in hashes)
+        return [Hit(doc_id, self.documents[doc_id].title, page, round(score, 6), hashes[(doc_id, page)])
+                for doc_id, page, score in ranked]
+
+    async def _content_hashes(self, conn, keys: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        pairs = sorted(keys)
+        rows = await (await conn.execute(
+            "SELECT doc_id, page, content_hash FROM pixelrag_pages "
+            "WHERE (doc_id, page) IN (SELECT * FROM unnest(%s::text[], %s::int[]))",
+            ([d for d, _ in pairs], [p for _, p in pairs]))).fetchall()
+        return {(r[0], r[1]): r[2] for r in rows}
 
     async def _spread(self, conn, query: str, cast: str) -> float:
         """The standard deviation of the visible pages' dense scores, over a fixed random sample of them."""

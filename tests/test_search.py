@@ -1,0 +1,40 @@
+"""Neighbouring-page evidence (search.fill_gaps): the page between two ranked pages of one document."""
+from __future__ import annotations
+
+from core.search import fill_gaps, gap_pages
+
+
+def test_the_middle_page_of_a_run_takes_the_lowest_unrelated_rank():
+    ranked = [("a", 23, 0.9), ("a", 19, 0.8), ("a", 20, 0.7), ("a", 21, 0.6)]
+    assert gap_pages(ranked) == {("a", 22)}
+    assert fill_gaps(ranked) == [("a", 23, 0.9), ("a", 19, 0.8), ("a", 22, 0.7), ("a", 21, 0.6)]
+
+
+def test_a_pair_on_the_last_ranks_displaces_nothing_above_it():
+    ranked = [("a", 2, 0.9), ("a", 3, 0.8), ("a", 7, 0.7), ("a", 9, 0.6)]
+    assert fill_gaps(ranked) == ranked
+
+
+def test_only_pages_of_the_same_document_that_exist_are_put_in():
+    ranked = [("a", 4, 0.9), ("b", 6, 0.8), ("c", 1, 0.7)]
+    assert gap_pages(ranked) == set() and fill_gaps(ranked) == ranked
+    ranked = [("a", 4, 0.9), ("a", 6, 0.8), ("c", 1, 0.7)]
+    assert fill_gaps(ranked, lambda key: False) == ranked
+    assert fill_gaps(ranked) == [("a", 4, 0.9), ("a", 6, 0.8), ("a", 5, 0.7)]
+
+
+def test_a_run_already_whole_is_left_alone():
+    ranked = [("a", 4, 0.9), ("a", 5, 0.8), ("a", 6, 0.7), ("b", 1, 0.6)]
+    assert gap_pages(ranked) == set() and fill_gaps(ranked) == ranked
+
+
+def test_an_end_of_another_gap_is_not_displaced():
+    # 3 and 5 have 4 between them, 1 and 3 have 2: neither gap may push out an end of the other.
+    ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7)]
+    assert gap_pages(ranked) == {("a", 2), ("a", 4)}
+    assert fill_gaps(ranked) == ranked
+    ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("b", 1, 0.6)]
+    assert fill_gaps(ranked) == [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 4, 0.6)]  # the first pair's
+    # 1-2-3 is whole, 4 is missing: the weakest page gives way, and is not then filled back in place of 1.
+    ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 2, 0.6)]
+    assert fill_gaps(ranked) == [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 4, 0.6)]
