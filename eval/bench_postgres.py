@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.postgres import page_builds  # noqa: E402
 from core.postgres.page_rows import vector_text, vector_type  # noqa: E402
-from core.postgres.page_search import EF_SEARCH  # noqa: E402
+from core.postgres.page_search import CANDIDATES, EF_SEARCH, ITERATIVE_SCAN  # noqa: E402
 from core.postgres.pages import PostgresPages  # noqa: E402
 from core.records import SHARED_SCOPE, Document, Page, Word  # noqa: E402
 from core.search import fuse_scores, lexical_index  # noqa: E402
@@ -46,7 +46,8 @@ WORDS_PER_PAGE = 30
 LATENT = 48
 TOPICS = 500
 K = 4
-RAW_SETTINGS = [(ef, mode) for mode in ("strict_order", "relaxed_order") for ef in (40, 100, 200)]
+RAW_SETTINGS = [(ef, mode, K) for mode in ("strict_order", "relaxed_order") for ef in (40, 100, 200)] + [
+    (EF_SEARCH, ITERATIVE_SCAN, CANDIDATES)]  # the product's settings and candidate count
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -156,24 +157,31 @@ async def run(args, url: str) -> dict:
 
     raw = {}
     async with await store.connection() as conn:
-        for ef, mode in RAW_SETTINGS:
+        for ef, mode, limit in RAW_SETTINGS:
             await conn.execute(f"SET hnsw.ef_search = {ef}")
             await conn.execute(f"SET hnsw.iterative_scan = {mode}")
             ms, recalls = [], []
             for q in questions:
                 t = time.perf_counter()
                 rows = await (await conn.execute(
-                    f"SELECT page_id FROM pixelrag_vectors WHERE scope = ANY(%s) ORDER BY embedding <#> %s::{cast} "
-                    f"LIMIT {K}", ([SHARED_SCOPE, q["tenant"]], vector_text(q["query"])))).fetchall()
+                    f"SELECT page_id, embedding <#> %s::{cast} AS d FROM pixelrag_vectors WHERE scope = ANY(%s) "
+                    f"ORDER BY embedding <#> %s::{cast} LIMIT {limit}",
+                    (vector_text(q["query"]), [SHARED_SCOPE, q["tenant"]], vector_text(q["query"])))).fetchall()
                 ms.append((time.perf_counter() - t) * 1000)
-                recalls.append(len({r[0] for r in rows} & {page_ids[key] for key in q["exact"]}) / K)
-            raw[(ef, mode)] = (ms, float(np.mean(recalls)))
+                best = {r[0] for r in sorted(rows, key=lambda r: r[1])[:K]}  # relaxed_order: not quite sorted
+                recalls.append(len(best & {page_ids[key] for key in q["exact"]}) / K)
+            raw[(ef, mode, limit)] = (ms, float(np.mean(recalls)))
         await conn.execute("RESET hnsw.ef_search")
         await conn.execute("RESET hnsw.iterative_scan")
         plan = "\n".join(r[0] for r in await (await conn.execute(
             f"EXPLAIN SELECT page_id FROM pixelrag_vectors WHERE scope = ANY(%s) ORDER BY embedding <#> %s::{cast} "
             "LIMIT 40", ([SHARED_SCOPE, "t1"], vector_text(questions[0]["query"])))).fetchall())
 
+    first_ms = []  # a scope's first question after a publication: its view is read (scope_views.py)
+    for tenant in sorted({q["tenant"] for q in questions}):
+        t = time.perf_counter()
+        await store.search(tenant)
+        first_ms.append((time.perf_counter() - t) * 1000)
     dense_ms, fused_ms, recalls, fused_same = [], [], [], 0
     for q in questions:
         t = time.perf_counter()
@@ -191,7 +199,8 @@ async def run(args, url: str) -> dict:
     later = rates[1:]
     return {"first": rates[0], "later": (sum(n for n, _ in later), sum(s for _, s in later)) if later else None,
             "hnsw_s": hnsw_s[-1] if hnsw_s else float("nan"), "size_mb": float(size_mb), "hnsw_mb": float(hnsw_mb),
-            "raw": raw, "dense": dense_ms, "fused": fused_ms, "recall": float(np.mean(recalls)),
+            "raw": raw, "dense": dense_ms, "first_question": first_ms, "fused": fused_ms,
+            "recall": float(np.mean(recalls)),
             "fused_same": fused_same, "margins": np.median(margins, axis=0),
             "target_first": float(np.mean([q["target_first"] for q in questions])),
             "visible": float(np.mean([np.isin(page_scope, [SHARED_SCOPE, q["tenant"]]).sum() for q in questions])),
@@ -235,13 +244,17 @@ def main() -> None:
           f"{r['margins'][0]:.3f}, top 4 minus top 5 {r['margins'][1]:.3f}.\n")
     print(f"| search (tenant filter on) | p50 | p99 | recall@{K} vs exact |")
     print("|---|---|---|---|")
-    for (ef, mode), (ms, recall) in r["raw"].items():
-        print(f"| raw pgvector, LIMIT {K}, ef_search {ef}, {mode} | {percentiles(ms)} | {recall:.3f} |")
-    print(f"| PostgresPages.search(scope) + rank(), dense (ef_search {EF_SEARCH}) | {percentiles(r['dense'])} "
+    for (ef, mode, limit), (ms, recall) in r["raw"].items():
+        print(f"| raw pgvector, LIMIT {limit}{f' (its best {K})' if limit != K else ''}, ef_search {ef}, {mode} "
+              f"| {percentiles(ms)} | {recall:.3f} |")
+    print(f"| PostgresPages.search(scope) + rank(), dense (ef_search {EF_SEARCH}, {ITERATIVE_SCAN}, "
+          f"{CANDIDATES} candidates) | {percentiles(r['dense'])} "
           f"| {r['recall']:.3f} |")
     print(f"| the same, fused with BM25 | {percentiles(r['fused'])} | top {K} identical to the embedded store's "
           f"ranking of every page: {r['fused_same']} of {args.queries} |")
-    print(f"\nThe planner {'walks the HNSW index' if r['hnsw'] else 'does NOT use the HNSW index (exact search)'} for "
+    print(f"\nA scope's first question after a publication also reads what the scope sees (its documents and "
+          f"page sample): p50 {np.percentile(r['first_question'], 50):.0f} ms over {len(r['first_question'])} scopes; the figures above "
+          f"are later questions. The planner {'walks the HNSW index' if r['hnsw'] else 'does NOT use the HNSW index (exact search)'} for "
           "the filtered query.")
 
 
