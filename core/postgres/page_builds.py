@@ -106,7 +106,7 @@ class PostgresBuild:
                         "min_length = least(pixelrag_term_pages.min_length, EXCLUDED.min_length)",
                         (changed, [df[t] for t in changed], [b[0] for b in top], [b[1] for b in top]))
                 if bulk:
-                    await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                    await conn.execute("SET LOCAL maintenance_work_mem = '1GB'")  # 200k 768-d pages' graph fits
                     await _create_hnsw(conn, kind)
                 row = await (await conn.execute(
                     "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
@@ -186,4 +186,7 @@ async def _ensure_vectors_table(conn, kind: str, dim: int) -> None:
 
 
 async def _create_hnsw(conn, kind: str) -> None:
-    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops)")
+    # ef_construction 128, not 64: at 64, tight groups of near-identical pages (a section's pages) were
+    # left as islands no search reached, whatever its ef_search (eval/bench_postgres.py).
+    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops) "
+                       "WITH (ef_construction = 128)")
