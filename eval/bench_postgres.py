@@ -143,8 +143,10 @@ async def run(args, url: str) -> dict:
     lexical = lexical_index(documents, all_pages)
     questions = []
     for _ in range(args.queries):
-        tenant = f"t{int(rng.integers(1, args.tenants + 1))}"
-        allowed = np.isin(page_scope, [SHARED_SCOPE, tenant])
+        allowed = np.zeros(0, dtype=bool)
+        while not allowed.any():  # a small run may leave a tenant with nothing to see
+            tenant = f"t{int(rng.integers(1, args.tenants + 1))}"
+            allowed = np.isin(page_scope, [SHARED_SCOPE, tenant])
         target = int(rng.choice(np.flatnonzero(allowed)))
         query = corpus.query(matrix[target])
         text = " ".join(w.text for w in rng.choice(np.array(all_pages[target].words, dtype=object), 4, replace=False))

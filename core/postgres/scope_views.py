@@ -64,14 +64,16 @@ async def _load(conn, scope: str, version: int) -> ScopeView:
     documents = {d.doc_id: d for d in (Document(**r[0]) for r in rows)}
     visible = sum(d.page_count for d in documents.values())
     buckets = min(SAMPLE_BUCKETS, math.ceil(SAMPLE_BUCKETS * SPREAD_SAMPLE / max(1, visible)))
-    from pgvector.psycopg import register_vector_async
+    rows = []
+    if documents:
+        from pgvector.psycopg import register_vector_async
 
-    await register_vector_async(conn)
-    rows = await (await conn.execute(
-        "SELECT page_id, embedding FROM pixelrag_vectors WHERE doc_id = ANY(%s) AND sample < %s ORDER BY page_id",
-        (list(documents), buckets))).fetchall() if documents else []
+        await register_vector_async(conn)
+        rows = await (await conn.execute(  # in binary: 1,000 vectors as text take seconds to parse in Python
+            "SELECT page_id, embedding FROM pixelrag_vectors WHERE doc_id = ANY(%s) AND sample < %s ORDER BY page_id",
+            (list(documents), buckets), binary=True)).fetchall()
     ids = np.array([r[0] for r in rows], dtype=np.int64)
-    sample = np.array([_floats(r[1]) for r in rows], dtype=np.float32).reshape(len(rows), -1)
+    sample = np.array([_floats(r[1]) for r in rows], dtype=np.float32) if rows else np.zeros((0, 1), np.float32)
     sample_page = np.unique(ids, return_inverse=True)[1].astype(np.int64)  # ordered by page_id
     return ScopeView(version, scopes, documents, sample, sample_page)
 
