@@ -2,9 +2,10 @@
 
 The dense candidates come from the HNSW index filtered by scope (iterative scans, so a filter never
 leaves fewer than asked), with their pages' rows in the same query; the lexical ones from the BM25
-postings (page_bm25.py); both are scored on their union and fused as the embedded store fuses every
-page (core/search.py), with the dense scores' spread over the visible collection computed from the
-scope's page sample held in memory (scope_views.py).
+postings (page_bm25.py), read only until no page left out could enter the fused top k; both are
+scored on their union and fused as the embedded store fuses every page (core/search.py), with the
+dense scores' spread over the visible collection computed from the scope's page sample held in
+memory (scope_views.py).
 """
 from __future__ import annotations
 
