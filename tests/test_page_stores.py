@@ -165,6 +165,25 @@ async def test_what_one_process_indexes_the_other_serves_without_a_restart(store
         await _close(indexing)
 
 
+async def test_a_serving_process_sees_another_process_publish_after_it_has_answered(store_settings, local, tmp_path):
+    """What a scope sees is kept between questions (core/postgres/scope_views.py) until a publication."""
+    serving, indexing = Service(store_settings, backend=local), Service(store_settings, backend=local)
+    try:
+        await indexing.index([str(text_pdf(tmp_path / "hf300-brochure.pdf",
+                                           ["HydroFlow HF-300: mounting holes 148 mm apart."]))])
+        first = await serving.answer(Turn(QUESTIONS[0]))
+        assert first.hits
+        await indexing.index([str(text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute."]))])
+        answer = await serving.answer(Turn("How many litres per minute does the Q9 pump deliver?"))
+        assert answer.hits[0].title.startswith("q9")
+        await indexing.remove("shared", "q9.pdf")
+        answer = await serving.answer(Turn("How many litres per minute does the Q9 pump deliver?"))
+        assert all(not h.title.startswith("q9") for h in answer.hits)
+    finally:
+        await _close(serving)
+        await _close(indexing)
+
+
 async def test_two_builders_of_one_document_take_turns(database_url, tmp_path, local):
     """The advisory lock: the second builder waits (and says so) until the first has published."""
     settings = Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url)

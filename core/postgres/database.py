@@ -68,11 +68,30 @@ MIGRATIONS = (
         sha256 TEXT PRIMARY KEY, pdf BYTEA NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now()
     );
     """,
+    # BM25 pruning (core/postgres/page_bm25.py): bounds of each term's postings (kept by publications,
+    # only ever widened: still bounds after documents are removed), and postings found by term within
+    # the visible scopes, or by term on given pages.
+    """
+    ALTER TABLE pixelrag_term_pages ADD COLUMN max_tf REAL NOT NULL DEFAULT 0,
+        ADD COLUMN min_length REAL NOT NULL DEFAULT 0;
+    UPDATE pixelrag_term_pages p SET max_tf = s.max_tf, min_length = s.min_length
+        FROM (SELECT term, max(tf) AS max_tf, min(lexical_length) AS min_length FROM pixelrag_terms GROUP BY term) s
+        WHERE s.term = p.term;
+    DROP INDEX pixelrag_terms_term;
+    CREATE INDEX pixelrag_terms_term ON pixelrag_terms (term, scope, page_id);
+    DO $$ BEGIN
+        IF to_regclass('pixelrag_vectors') IS NOT NULL THEN  -- a scope's page sample, read by its documents
+            DROP INDEX pixelrag_vectors_doc, pixelrag_vectors_sample;
+            CREATE INDEX pixelrag_vectors_doc ON pixelrag_vectors (doc_id, sample);
+        END IF;
+    END $$;
+    """,
 )
 
 
-async def open_pool(url: str, max_size: int = 8):
-    """A pool of autocommit connections, the schema migrated; BadInput when the server can't be reached."""
+async def open_pool(url: str, max_size: int = 8, configure=None):
+    """A pool of autocommit connections, the schema migrated; BadInput when the server can't be reached.
+    `configure(conn)`: run on each new connection (session settings)."""
     try:
         import psycopg
         from psycopg_pool import AsyncConnectionPool
@@ -85,7 +104,7 @@ async def open_pool(url: str, max_size: int = 8):
     except psycopg.OperationalError as exc:
         raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({_first_line(exc)}).") from None
     pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True},
-                               name="pixelrag")
+                               configure=configure, name="pixelrag")
     try:
         await pool.open(wait=True, timeout=30)
         await migrate(pool)

@@ -18,6 +18,9 @@ from ..snapshot_format import word_row
 from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
 
 
+PLAIN_BYTES = 7000  # a vector this size or smaller is kept in its row (a row must fit an 8 kB page)
+
+
 class PostgresBuild:
     """IndexBuild over the database (see the module docstring)."""
     damaged = False
@@ -89,16 +92,21 @@ class PostgresBuild:
                 if bulk:
                     await conn.execute("DROP INDEX pixelrag_vectors_hnsw")
                 pages_added, length_added = 0, 0.0
+                bounds: dict[str, tuple[float, float]] = {}
                 for document, pages, vectors in added:
-                    n, length = await _insert_document(conn, document, pages, vectors, kind, df)
+                    n, length = await _insert_document(conn, document, pages, vectors, kind, df, bounds)
                     pages_added, length_added = pages_added + n, length_added + length
-                if changed := [(t, n) for t, n in df.items() if n]:
+                if changed := [t for t in df.keys() | bounds.keys() if df[t] or t in bounds]:
+                    top = [bounds.get(t, (0.0, float("inf"))) for t in changed]
                     await conn.execute(
-                        "INSERT INTO pixelrag_term_pages (term, pages) SELECT * FROM unnest(%s::text[], %s::int[]) "
-                        "ON CONFLICT (term) DO UPDATE SET pages = pixelrag_term_pages.pages + EXCLUDED.pages",
-                        ([t for t, _ in changed], [n for _, n in changed]))
+                        "INSERT INTO pixelrag_term_pages (term, pages, max_tf, min_length) "
+                        "SELECT * FROM unnest(%s::text[], %s::int[], %s::real[], %s::real[]) "
+                        "ON CONFLICT (term) DO UPDATE SET pages = pixelrag_term_pages.pages + EXCLUDED.pages, "
+                        "max_tf = greatest(pixelrag_term_pages.max_tf, EXCLUDED.max_tf), "
+                        "min_length = least(pixelrag_term_pages.min_length, EXCLUDED.min_length)",
+                        (changed, [df[t] for t in changed], [b[0] for b in top], [b[1] for b in top]))
                 if bulk:
-                    await conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                    await conn.execute("SET LOCAL maintenance_work_mem = '1GB'")  # 200k 768-d pages' graph fits
                     await _create_hnsw(conn, kind)
                 row = await (await conn.execute(
                     "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
@@ -112,8 +120,9 @@ class PostgresBuild:
 
 
 async def _insert_document(conn, document: Document, pages: Sequence[Page], vectors: Sequence[np.ndarray],
-                           kind: str, df: Counter) -> tuple[int, float]:
-    """The document's rows; `df` gains the number of its pages each term is on."""
+                           kind: str, df: Counter, bounds: dict[str, tuple[float, float]]) -> tuple[int, float]:
+    """The document's rows; `df` gains the number of its pages each term is on, `bounds` each term's
+    largest tf and shortest page."""
     await conn.execute("INSERT INTO pixelrag_documents (doc_id, scope, record) VALUES (%s, %s, %s)",
                        (document.doc_id, document.scope, json.dumps(asdict(document))))
     ids = [r[0] for r in await (await conn.execute(
@@ -129,6 +138,9 @@ async def _insert_document(conn, document: Document, pages: Sequence[Page], vect
             total_length += length
             terms_of.append((page_id, terms, length))
             df.update(terms.keys())
+            for term, tf in terms.items():
+                top_tf, shortest = bounds.get(term, (0.0, length))
+                bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
             await copy.write_row((page_id, document.doc_id, page.page, page.content_hash, page.width_pt,
                                   page.height_pt, json.dumps([word_row(w) for w in page.words], ensure_ascii=False),
                                   document.scope, length))
@@ -158,15 +170,23 @@ async def _ensure_vectors_table(conn, kind: str, dim: int) -> None:
     if exists:
         return
     # No index on scope: with one, the planner filters by it and skips the HNSW index (bench_postgres.py).
+    # (doc_id, sample): a document's rows to delete, and a scope's page sample read by its documents.
     await conn.execute(f"""
         CREATE TABLE pixelrag_vectors (
             page_id BIGINT NOT NULL, doc_id TEXT NOT NULL, scope TEXT NOT NULL, sample SMALLINT NOT NULL,
             embedding {kind}({dim}) NOT NULL);
         CREATE INDEX pixelrag_vectors_page ON pixelrag_vectors (page_id);
-        CREATE INDEX pixelrag_vectors_doc ON pixelrag_vectors (doc_id);
-        CREATE INDEX pixelrag_vectors_sample ON pixelrag_vectors (sample);""")
+        CREATE INDEX pixelrag_vectors_doc ON pixelrag_vectors (doc_id, sample);""")
+    if dim * (4 if kind == "vector" else 2) <= PLAIN_BYTES:
+        # Vectors in the rows themselves, not TOASTed: the planner then prices a scan by its real size
+        # (TOASTed, a 100k-page scan looked cheaper than the HNSW index and took 120 ms), and scans
+        # read no TOAST table.
+        await conn.execute("ALTER TABLE pixelrag_vectors ALTER COLUMN embedding SET STORAGE PLAIN")
     await _create_hnsw(conn, kind)
 
 
 async def _create_hnsw(conn, kind: str) -> None:
-    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops)")
+    # ef_construction 128, not 64: at 64, tight groups of near-identical pages (a section's pages) were
+    # left as islands no search reached, whatever its ef_search (eval/bench_postgres.py).
+    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops) "
+                       "WITH (ef_construction = 128)")

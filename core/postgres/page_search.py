@@ -1,80 +1,99 @@
 """One question's search in the PostgreSQL page index (PageSearch in core/ports.py).
 
 The dense candidates come from the HNSW index filtered by scope (iterative scans, so a filter never
-leaves fewer than asked), the lexical ones from the BM25 postings; both are scored on their union
-and fused as the embedded store fuses every page (core/search.py), with the dense scores' spread
-over the visible collection taken from a fixed random sample of pages (all of them, for
-collections under SPREAD_SAMPLE pages).
+leaves fewer than asked), with their pages' rows in the same query; the lexical ones from the BM25
+postings (page_bm25.py), read only until no page left out could enter the fused top k; both are
+scored on their union and fused as the embedded store fuses every page (core/search.py), with the
+dense scores' spread over the visible collection computed from the scope's page sample held in
+memory (scope_views.py).
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import IndexProblem
-from ..records import Document, Hit, ReaderPage
-from ..search import absent_words, fill_gaps, fused, gap_pages, idf, presence_probe, probed_words, query_terms
-from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_text, vector_type
+from ..records import Hit, ReaderPage
+from ..search import absent_words, fill_gaps, fused, gap_pages, presence_probe, probed_words
+from .page_bm25 import QueryBm25
+from .page_rows import page_from_row, vector_text, vector_type
+from .scope_views import ScopeView
 
 CANDIDATES = 40  # per signal; the fused top k comes from their union
-SPREAD_SAMPLE = 1000  # pages the spread is estimated from (its standard error is then about 2 %)
-EF_SEARCH = 100  # HNSW candidate list: recall@4 ≥ 0.95 with the scope filter (eval/bench_postgres.py)
-K1, B = 1.2, 0.75  # BM25, as LexicalIndex
+EF_SEARCH = 100  # HNSW candidate list (eval/bench_postgres.py measures recall@4 against exact search)
+ITERATIVE_SCAN = "relaxed_order"  # the candidates are re-sorted by their exact scores anyway
+
+
+async def configure(conn) -> None:
+    """The HNSW settings of every pooled connection, set once when it opens rather than per question."""
+    await conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    await conn.execute(f"SET hnsw.iterative_scan = {ITERATIVE_SCAN}")
 
 
 class PostgresSearch:
     """One question's search: candidates from the HNSW index and the postings, fused."""
 
-    def __init__(self, pages, index: tuple[dict, int, float], documents: dict[str, Document],
-                 scopes: list[str]):
-        self.pages, self.documents, self.scopes = pages, documents, scopes
+    def __init__(self, pages, index: tuple[dict, int, float], view: ScopeView):
+        self.pages, self.view = pages, view
+        self.documents, self.scopes = view.documents, view.scopes
         self.built_with, self.n_pages, lexical_length = index
         self.avg_length = lexical_length / self.n_pages if self.n_pages else 1.0
-        self.visible_pages = sum(d.page_count for d in documents.values())
+        self.visible_pages = sum(d.page_count for d in self.documents.values())
         self.vector_type = vector_type(int(self.built_with["dim"]))
 
     async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
         if not self.documents:
             return []
         query = vector_text(vector)
-        cast = self.vector_type
         async with await self.pages.connection() as conn:
-            async with conn.transaction():  # SET LOCAL lasts for this question's queries only
-                await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                dense = dict(await (await conn.execute(
-                    f"SELECT page_id, max(score) FROM (SELECT page_id, -(embedding <#> %s::{cast}) AS score "
-                    f"FROM pixelrag_vectors WHERE scope = ANY(%s) ORDER BY embedding <#> %s::{cast} LIMIT %s) top "
-                    "GROUP BY page_id",
-                    (query, self.scopes, query, CANDIDATES))).fetchall())
-            spread = await self._spread(conn, query, cast)
-            bm25, coverage, best_bm25 = {}, 0.0, 0.0
-            if lexical:
-                bm25, coverage, best_bm25 = await self._bm25(conn, text, None)
+            rows = await self._pages(conn, (
+                f"SELECT page_id, max(score) AS score FROM (SELECT page_id, -(embedding <#> %s::{self.vector_type}) "
+                f"AS score FROM pixelrag_vectors WHERE scope = ANY(%s) ORDER BY embedding <#> %s::{self.vector_type} "
+                "LIMIT %s) c GROUP BY page_id"), (query, self.scopes, query, CANDIDATES))
+            dense = {i: r[3] for i, r in rows.items()}
+            spread = self.view.spread(vector)
+            if not lexical:
+                return await self._hits(conn, fused(np.array(list(dense.values())), max(dense.values(), default=0.0),
+                                                    spread), list(dense), rows, k)
+            # A page outside the dense candidates scores at most the last of them (HNSW taken as exact).
+            dense_floor = min(dense.values(), default=float("-inf"))
+            terms = await QueryBm25.open(conn, text, self.scopes, self.n_pages, self.avg_length,
+                                         self.visible_pages / max(1, self.n_pages))
+            for exact in (False, True):
+                bm25, coverage, best_bm25, beyond = await terms.top(CANDIDATES, exact)
                 if missing := [p for p in bm25 if p not in dense]:
-                    dense.update(await (await conn.execute(
-                        f"SELECT page_id, max(-(embedding <#> %s::{cast})) FROM pixelrag_vectors "
-                        "WHERE page_id = ANY(%s) GROUP BY page_id", (query, missing))).fetchall())
+                    more = await self._pages(conn, (
+                        f"SELECT page_id, max(-(embedding <#> %s::{self.vector_type})) AS score FROM pixelrag_vectors "
+                        "WHERE page_id = ANY(%s) GROUP BY page_id"), (query, missing))
+                    rows.update(more)
+                    dense.update((i, r[3]) for i, r in more.items())
                 if missing := [p for p in dense if p not in bm25]:
-                    bm25.update((await self._bm25(conn, text, missing))[0])
-            if not dense:
-                return []
-            ids = list(dense)
-            scores = fused(np.array([dense[i] for i in ids]), max(dense.values()), spread,
-                           np.array([bm25.get(i, 0.0) for i in ids]) if lexical else None, best_bm25, coverage)
-            order = sorted(range(len(ids)), key=lambda j: -scores[j])[:k]
-            rows = {r[0]: r[1:] for r in await (await conn.execute(
-                "SELECT id, doc_id, page, content_hash FROM pixelrag_pages WHERE id = ANY(%s)",
-                ([ids[j] for j in order],))).fetchall()}
-            ranked = [(*rows[ids[j]][:2], float(scores[j])) for j in order]
-            hashes = {(doc_id, page): content_hash for doc_id, page, content_hash in rows.values()}
-            if gaps := gap_pages(ranked):  # the middle pages fill_gaps() may put in (search.fill_gaps)
-                hashes.update(await self._content_hashes(conn, gaps))
-            ranked = fill_gaps(ranked, lambda key: key in hashes)
+                    bm25.update(await terms.of(missing))
+                ids = list(dense)
+                best = max(dense.values(), default=0.0)
+                scores = fused(np.array([dense[i] for i in ids]), best, spread,
+                               np.array([bm25[i] for i in ids]), best_bm25, coverage)
+                # Any other page scores at most this: done if the top k beat it (always, once BM25 is exact).
+                ceiling = fused(np.array([dense_floor]), best, spread, np.array([beyond]), best_bm25, coverage)[0]
+                if exact or (len(ids) >= k and np.sort(scores)[-k] > ceiling):
+                    return await self._hits(conn, scores, ids, rows, k)
+
+    async def _pages(self, conn, scored: str, params) -> dict[int, tuple]:
+        """Pages scored by the query `scored` (page_id, score): id -> (doc_id, page, content_hash, score)."""
+        return {r[0]: r[1:] for r in await (await conn.execute(
+            f"SELECT p.id, p.doc_id, p.page, p.content_hash, s.score FROM ({scored}) s "
+            "JOIN pixelrag_pages p ON p.id = s.page_id", params)).fetchall()}
+
+    async def _hits(self, conn, scores: np.ndarray, ids: list[int], rows: dict[int, tuple], k: int) -> list[Hit]:
+        """The top k, with the gaps filled as the embedded store fills them (search.fill_gaps)."""
+        order = sorted(range(len(ids)), key=lambda j: -scores[j])[:k]
+        ranked = [(*rows[ids[j]][:2], float(scores[j])) for j in order]
+        hashes = {(doc_id, page): content_hash for doc_id, page, content_hash, _ in rows.values()}
+        if gaps := gap_pages(ranked) - hashes.keys():  # middle pages not among the candidates
+            hashes.update(await self._content_hashes(conn, gaps))
         return [Hit(doc_id, self.documents[doc_id].title, page, round(score, 6), hashes[(doc_id, page)])
-                for doc_id, page, score in ranked]
+                for doc_id, page, score in fill_gaps(ranked, lambda key: key in hashes)]
 
     async def _content_hashes(self, conn, keys: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
         pairs = sorted(keys)
@@ -83,40 +102,6 @@ class PostgresSearch:
             "WHERE (doc_id, page) IN (SELECT * FROM unnest(%s::text[], %s::int[]))",
             ([d for d, _ in pairs], [p for _, p in pairs]))).fetchall()
         return {(r[0], r[1]): r[2] for r in rows}
-
-    async def _spread(self, conn, query: str, cast: str) -> float:
-        """The standard deviation of the visible pages' dense scores, over a fixed random sample of them."""
-        buckets = min(SAMPLE_BUCKETS, math.ceil(SAMPLE_BUCKETS * SPREAD_SAMPLE / max(1, self.visible_pages)))
-        row = await (await conn.execute(
-            f"SELECT stddev_pop(score) FROM (SELECT max(-(embedding <#> %s::{cast})) AS score FROM pixelrag_vectors "
-            "WHERE scope = ANY(%s) AND sample < %s GROUP BY page_id) s", (query, self.scopes, buckets))).fetchone()
-        return float(row[0] or 0.0)
-
-    async def _bm25(self, conn, text: str, only: list[int] | None) -> tuple[dict[int, float], float, float]:
-        """BM25 of the visible pages (the top CANDIDATES, or the pages `only`), the query's coverage
-        (LexicalIndex.coverage) and the best page's BM25."""
-        terms = sorted(query_terms(text))
-        if not terms:
-            return {}, 0.0, 0.0
-        df = dict(await (await conn.execute(
-            "SELECT term, pages FROM pixelrag_term_pages WHERE term = ANY(%s)", (terms,))).fetchall())
-        weights = [idf(self.n_pages, df.get(t, 0)) for t in terms]
-        scored = """
-            WITH q(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),
-            s AS (SELECT t.page_id, sum(q.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.lexical_length / %s))) AS bm25,
-                         sum(q.idf) AS cover
-                  FROM pixelrag_terms t JOIN q ON t.term = q.term WHERE t.scope = ANY(%s) {only} GROUP BY t.page_id)
-            SELECT page_id, bm25, max(cover) OVER (), max(bm25) OVER () FROM s ORDER BY bm25 DESC, page_id LIMIT %s"""
-        params = [terms, weights, K1 + 1, K1, B, B, max(self.avg_length, 1e-6), self.scopes]
-        if only is not None:
-            params.append(only)
-        params.append(CANDIDATES if only is None else len(only))
-        rows = await (await conn.execute(scored.format(only="AND t.page_id = ANY(%s)" if only is not None else ""),
-                                         params)).fetchall()
-        if not rows:
-            return {}, 0.0, 0.0
-        total = sum(weights)
-        return {r[0]: float(r[1]) for r in rows}, float(rows[0][2]) / total if total else 0.0, float(rows[0][3])
 
     async def absent_words(self, question: str) -> list[str]:
         probes = sorted(probed_words(question))

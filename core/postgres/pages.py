@@ -6,7 +6,8 @@ and BM25 postings (one row per page and term, and each term's page count). A bui
 a document's old pages or its new ones, never a mix, and a build that fails or is killed leaves
 the previous state. Builds of one document (scope and origin) are kept apart by an advisory lock.
 
-A question never scores every page (page_search.py); a build writes through page_builds.py.
+A question never scores every page (page_search.py): it reads the index's version, and what its
+scope sees at that version is kept in memory (scope_views.py). A build writes through page_builds.py.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from typing import Callable, Sequence
 from ..records import SHARED_SCOPE, Document
 from .database import open_pool
 from .page_builds import PostgresBuild
-from .page_search import PostgresSearch
+from .page_search import PostgresSearch, configure
+from .scope_views import ScopeViews
 
 
 def _lock_key(key: str) -> int:
@@ -30,12 +32,13 @@ class PostgresPages:
         self.url = url
         self._pool = None
         self._opening = asyncio.Lock()  # the first questions at once must share one pool
+        self._views = ScopeViews()
 
     async def connection(self):
         if self._pool is None:
             async with self._opening:
                 if self._pool is None:
-                    self._pool = await open_pool(self.url)
+                    self._pool = await open_pool(self.url, configure=configure)
         return self._pool.connection()
 
     async def close(self) -> None:
@@ -62,11 +65,12 @@ class PostgresPages:
 
     async def search(self, scope: str) -> "PostgresSearch | None":
         async with await self.connection() as conn:
-            index = await self._index_row(conn)
-        if index is None:
-            return None
-        documents = {d.doc_id: d for d in await self.documents(scope)}
-        return PostgresSearch(self, index, documents, [SHARED_SCOPE, scope])
+            row = await (await conn.execute(
+                "SELECT built_with, pages, lexical_length, version FROM pixelrag_index")).fetchone()
+            if not row or not row[1]:
+                return None
+            view = await self._views.get(conn, scope, row[3])
+        return PostgresSearch(self, tuple(row[:3]), view)
 
     async def source(self, sha256: str) -> bytes | None:
         async with await self.connection() as conn:
