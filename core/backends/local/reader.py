@@ -130,8 +130,9 @@ def runs_on(line: tuple[Word, ...]) -> bool:
 def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2,
                       longest: int = 60, steps: bool = False) -> tuple[Word, ...]:
     """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
-    the answer is often its second half. One that starts mid-sentence (in lower case, after a line
-    that runs on) starts where the sentence does: its subject is often the first half."""
+    the answer is often its second half; with `steps` (a how-to question) it runs on past a sentence's
+    end too, for the steps follow the introduction. One that starts mid-sentence (in lower case, after
+    a line that runs on) starts where the sentence does: its subject is often the first half."""
     out = list(words)
     first = next((i for i, line in enumerate(lines) if words[0] in line), None)
     if first is not None and words[0].text[:1].islower():
