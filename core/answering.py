@@ -82,7 +82,8 @@ class Answerer:
             lap("query_ocr")
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
-        hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical)
+        hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical,
+                                 answered=self.settings.top_k)
         lap("search")
         emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading

@@ -53,9 +53,10 @@ class PageSearch(Protocol):
     built_with: dict  # backend, model, dim of the index
     documents: dict[str, Document]  # doc_id -> the visible documents
 
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
         """The top `k` visible pages for a query's text and vector; `lexical`: BM25 fused with the dense
-        scores (core/search.py says how), else the dense scores alone."""
+        scores (core/search.py says how), else the dense scores alone. `answered`: how many of them the
+        answer reads, when `k` asks for more to choose from (search.fill_gaps fills gaps among those)."""
 
     async def absent_words(self, question: str) -> list[str]:
         """The question's content words that no visible page contains (LexicalIndex.absent_words)."""

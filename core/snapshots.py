@@ -117,11 +117,11 @@ class EmbeddedSearch:
         self.built_with = snap.built_with
         self.allowed = np.isin(snap.page_docs, list(documents))
 
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
         # CPU work that grows with the index: off the loop.
-        return await asyncio.to_thread(self._rank, text, vector, k, lexical)
+        return await asyncio.to_thread(self._rank, text, vector, k, lexical, answered)
 
-    def _rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+    def _rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None) -> list[Hit]:
         snap = self.snap
         dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), vector)
         if lexical:
@@ -130,7 +130,7 @@ class EmbeddedSearch:
         else:
             ranked = fuse_scores(dense, None, self.allowed, k)
         ranked = fill_gaps([(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
-                           lambda key: key in snap.index_of)
+                           lambda key: key in snap.index_of, answered)
         pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in ranked]
         return [Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
                 for p, (_, _, score) in zip(pages, ranked)]

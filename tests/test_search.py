@@ -38,3 +38,14 @@ def test_an_end_of_another_gap_is_not_displaced():
     # 1-2-3 is whole, 4 is missing: the weakest page gives way, and is not then filled back in place of 1.
     ranked = [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 2, 0.6)]
     assert fill_gaps(ranked) == [("a", 3, 0.9), ("a", 1, 0.8), ("a", 5, 0.7), ("a", 4, 0.6)]
+
+
+def test_a_longer_candidate_list_starts_with_the_pages_a_shorter_one_holds():
+    # The Jev selector asks for 8 candidates; its fallback, their first 4, must be what 4 would give.
+    ranked = [("a", 3, 0.9), ("a", 5, 0.8), ("b", 1, 0.7), ("c", 2, 0.6), ("c", 9, 0.5), ("a", 4, 0.4),
+              ("d", 1, 0.3), ("d", 3, 0.2)]
+    four = fill_gaps(ranked[:4])
+    eight = fill_gaps(ranked, within=4)
+    assert four == [("a", 3, 0.9), ("a", 5, 0.8), ("b", 1, 0.7), ("a", 4, 0.6)]
+    assert eight[:4] == four and len(eight) == 8
+    assert eight[4:] == [("c", 2, 0.6), ("c", 9, 0.5), ("d", 1, 0.3), ("d", 3, 0.2)]  # the displaced page first

@@ -42,7 +42,7 @@ class PostgresSearch:
         self.visible_pages = sum(d.page_count for d in self.documents.values())
         self.vector_type = vector_type(int(self.built_with["dim"]))
 
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool) -> list[Hit]:
+    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
         if not self.documents:
             return []
         query = vector_text(vector)
@@ -55,7 +55,7 @@ class PostgresSearch:
             spread = self.view.spread(vector)
             if not lexical:
                 return await self._hits(conn, fused(np.array(list(dense.values())), max(dense.values(), default=0.0),
-                                                    spread), list(dense), rows, k)
+                                                    spread), list(dense), rows, k, answered)
             # A page outside the dense candidates scores at most the last of them (HNSW taken as exact).
             dense_floor = min(dense.values(), default=float("-inf"))
             terms = await QueryBm25.open(conn, text, self.scopes, self.n_pages, self.avg_length,
@@ -77,7 +77,7 @@ class PostgresSearch:
                 # Any other page scores at most this: done if the top k beat it (always, once BM25 is exact).
                 ceiling = fused(np.array([dense_floor]), best, spread, np.array([beyond]), best_bm25, coverage)[0]
                 if exact or (len(ids) >= k and np.sort(scores)[-k] > ceiling):
-                    return await self._hits(conn, scores, ids, rows, k)
+                    return await self._hits(conn, scores, ids, rows, k, answered)
 
     async def _pages(self, conn, scored: str, params) -> dict[int, tuple]:
         """Pages scored by the query `scored` (page_id, score): id -> (doc_id, page, content_hash, score)."""
@@ -85,7 +85,8 @@ class PostgresSearch:
             f"SELECT p.id, p.doc_id, p.page, p.content_hash, s.score FROM ({scored}) s "
             "JOIN pixelrag_pages p ON p.id = s.page_id", params)).fetchall()}
 
-    async def _hits(self, conn, scores: np.ndarray, ids: list[int], rows: dict[int, tuple], k: int) -> list[Hit]:
+    async def _hits(self, conn, scores: np.ndarray, ids: list[int], rows: dict[int, tuple], k: int,
+                    answered: int | None) -> list[Hit]:
         """The top k, with the gaps filled as the embedded store fills them (search.fill_gaps)."""
         order = sorted(range(len(ids)), key=lambda j: -scores[j])[:k]
         ranked = [(*rows[ids[j]][:2], float(scores[j])) for j in order]
@@ -93,7 +94,7 @@ class PostgresSearch:
         if gaps := gap_pages(ranked) - hashes.keys():  # middle pages not among the candidates
             hashes.update(await self._content_hashes(conn, gaps))
         return [Hit(doc_id, self.documents[doc_id].title, page, round(score, 6), hashes[(doc_id, page)])
-                for doc_id, page, score in fill_gaps(ranked, lambda key: key in hashes)]
+                for doc_id, page, score in fill_gaps(ranked, lambda key: key in hashes, answered)]
 
     async def _content_hashes(self, conn, keys: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
         pairs = sorted(keys)
