@@ -21,6 +21,8 @@ import numpy as np
 from .abbreviations import abbreviation_spans
 from .text import content_tokens, stem, tokens
 
+K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
+
 
 class LexicalIndex:
     """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems.
@@ -29,7 +31,7 @@ class LexicalIndex:
     arrays, sliced by offsets), so that an index is saved with its snapshot and opened by reading
     arrays instead of tokenizing every page again."""
 
-    def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75):
+    def __init__(self, texts: list[str], k1: float = K1, b: float = B):
         lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
@@ -118,14 +120,18 @@ class LexicalIndex:
         for term in query_terms(query):
             if (found := self.postings(term)) is None:
                 continue
-            idf = self.idf(term)
             pages, tf = found
-            norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[pages] / max(self.avg, 1e-6))
-            out[pages] += idf * tf * (self.k1 + 1) / norm
+            out[pages] += bm25_term(self.idf(term), tf, self.lengths[pages], self.avg, self.k1, self.b)
         return out
 
 
 # --- what every lexical store shares (this one in memory, PostgreSQL's in tables) ---------------------
+def bm25_term(idf: float, tf, length, avg_length: float, k1: float = K1, b: float = B):
+    """A term's BM25 score on pages with `tf` occurrences in `length` terms (numbers or arrays alike):
+    the one formula of both stores' lexical search."""
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / max(avg_length, 1e-6)))
+
+
 def page_terms(text: str) -> Counter:
     """A page text's terms (crude stems of its content words) and how often each occurs."""
     return Counter(stem(t) for t in content_tokens(text))

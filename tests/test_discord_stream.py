@@ -153,10 +153,16 @@ def only_message(fake: FakeDiscord) -> tuple[str, list[dict]]:
 
 # ---- streaming --------------------------------------------------------------------------------
 
+async def streaming_client(bot, discord_api, pieces, **options):
+    """A bot whose service streams `pieces` (StreamingService's options) on the client's clock."""
+    client = await bot(StreamingService(None, pieces, gate=discord_api, **options))
+    client.handlers.service.time = client.time
+    return client
+
+
 async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bot, discord_api):
     pieces = [f"Part {i} of the answer. " for i in range(20)]
-    client = await bot(StreamingService(None, pieces, citations=2, gate=discord_api))
-    client.handlers.service.time = client.time
+    client = await streaming_client(bot, discord_api, pieces, citations=2)
     await client.handlers.on_message(dm_message(client, "what is the warranty?"))
 
     mid, versions = only_message(discord_api)
@@ -189,8 +195,7 @@ async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bo
 async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_api, caplog):
     # The fake's rate limit is real: an unthrottled stream is told 429, and the answer still arrives.
     pieces = [f"Piece {i}. " for i in range(30)]
-    client = await bot(StreamingService(None, pieces, step=0.05, gate=discord_api, every=1))
-    client.handlers.service.time = client.time
+    client = await streaming_client(bot, discord_api, pieces, step=0.05, every=1)
     client.handlers.options = type(client.handlers.options)(edit_interval=0.05)  # below the setting's floor
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
         await client.handlers.on_message(dm_message(client, "warranty?"))
@@ -202,8 +207,7 @@ async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_a
 
 async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(bot, discord_api):
     pieces = [f"Sentence {i}. " for i in range(10)]
-    client = await bot(StreamingService(None, pieces, fail_after=6, gate=discord_api))
-    client.handlers.service.time = client.time
+    client = await streaming_client(bot, discord_api, pieces, fail_after=6)
     await client.handlers.on_message(dm_message(client, "warranty?"))
     mid, versions = only_message(discord_api)
     last = "\n".join(texts(versions[-1]))
@@ -214,8 +218,7 @@ async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(
 
 async def test_a_refused_layout_falls_back_to_embeds_visibly_in_the_log(bot, discord_api, caplog):
     discord_api.refuse_v2 = True
-    client = await bot(StreamingService(None, ["The warranty is ", "**2 years**."], gate=discord_api))
-    client.handlers.service.time = client.time
+    client = await streaming_client(bot, discord_api, ["The warranty is ", "**2 years**."])
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
         await client.handlers.on_message(dm_message(client, "warranty?"))
     assert "Discord refused the Components V2 layout" in caplog.text
@@ -358,8 +361,7 @@ def test_layout_and_edit_interval_settings():
 
 async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discord_api):
     pieces = [f"Step {i} of the answer. " for i in range(8)]
-    client = await bot(StreamingService(None, pieces, gate=discord_api))
-    client.handlers.service.time = client.time
+    client = await streaming_client(bot, discord_api, pieces)
     inter = discord_api.command(client, "ask", {"question": "what is the warranty?"}, 4242)
     deferred = await asyncio.wait_for(discord_api.reply(inter), 10)
     assert deferred["type"] == 5  # "pixelrag is thinking…" within Discord's 3 seconds

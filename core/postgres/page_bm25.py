@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..search import idf, query_terms
+from ..search import bm25_term, idf, query_terms
 
-K1, B = 1.2, 0.75  # as LexicalIndex
 
 MAYBE_LIMIT = 2000  # pages to look the unread terms up on, at most, before reading one more instead
 COMMON = 10  # a term on more than this many times `count` visible pages is not read first
@@ -48,7 +47,7 @@ class QueryBm25:
         return cls(conn, scopes, terms, {r[0]: r[1:] for r in rows}, n_pages, avg_length, visible_share)
 
     def part(self, term: str, tf: float, length: float) -> float:
-        return self.weights[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / self.avg))
+        return bm25_term(self.weights[term], tf, length, self.avg)
 
     async def _read(self, sql: str, terms: list[str], *params) -> dict[int, dict[str, float]]:
         found: dict[int, dict[str, float]] = defaultdict(dict)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
-from .layout import frame, printed_lines, rows
+from .layout import Line, frame, printed_lines, rows
 from .question_kind import asks_procedure, asks_quantity
 
 MAX_QUOTES = 3
@@ -74,9 +74,9 @@ class PrintedLine:
     header: str  # the table header's cells, shown before a quoted row
 
 
-def passages(page: Page, boilerplate: set[Word] = frozenset()) -> list[PrintedLine]:
-    """Each printed line with its frame; lines of `boilerplate` (running headers) frame nothing."""
-    lines = printed_lines(page)
+def passages(lines: list[Line], boilerplate: set[Word] = frozenset()) -> list[PrintedLine]:
+    """Each of a page's printed lines (layout.printed_lines) with its frame; lines of `boilerplate`
+    (running headers) frame nothing."""
     row_of = rows(lines)
     out = []
     for i, line in enumerate(lines):
@@ -194,7 +194,7 @@ class ExtractiveReader:
         raw = [printed_lines(rp.page) for rp in pages]
         shapes = repeated_lines([[ln.words for ln in page] for page in raw])
         boilerplate = {w for page in raw for ln in page if _shape(ln.words) in shapes for w in ln.words}
-        printed = [[ln for ln in passages(rp.page, boilerplate) if not set(ln.words) <= boilerplate] for rp in pages]
+        printed = [[ln for ln in passages(lines, boilerplate) if not set(ln.words) <= boilerplate] for lines in raw]
         pages_lines = [[ln.words for ln in page] for page in printed]
         candidates = [Passage(rp, rank, words, n, first.frame, first.header)
                       for rank, (rp, page) in enumerate(zip(pages, printed)) for words, n, first in windows(page)]
