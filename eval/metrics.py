@@ -104,7 +104,7 @@ def answer_lead(answer: str) -> str:
 def _compact(text: str) -> tuple[str, set[int], set[int]]:
     """Letters and digits only, with where tokens start and end (a digit-letter change counts, so "10S"
     is "10 S"): "0,8 V" and "0.8V" compare equal, "OUT1" does not match inside "OUT10"."""
-    text = BY.sub(" ", unicodedata.normalize("NFKC", text).lower())
+    text = BY.sub(" ", unicodedata.normalize("NFKC", text.replace("**", "")).lower())  # bold is no content
     out: list[str] = []
     starts, ends = set(), set()
     prev = ""

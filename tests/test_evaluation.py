@@ -94,7 +94,7 @@ def test_containment_fraction_and_exact_flag():
 def test_key_fact_ignores_spacing_and_punctuation_but_not_token_edges():
     assert states_fact("The ATmega328P has **32 KB flash**.", ["32KB Flash"])
     assert states_fact("mindestens 0,8 V", ["0.8V"]) and states_fact("wait for about 10S.", ["10 s"])
-    assert states_fact("29 × 18 × 2.5mm", ["29 x 18 x 2.5"])
+    assert states_fact("29 × 18 × 2.5mm", ["29 x 18 x 2.5"]) and states_fact("**1x** 16-bit timer", ["1x 16-bit"])
     assert not states_fact("OUT10 Rückfahrlicht", ["OUT1"]) and not states_fact("PB130", ["PB13"])
     assert states_fact("OUT1 … Standlicht", ["nope", "OUT1"]) and not states_fact("anything", [])
 

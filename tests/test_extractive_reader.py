@@ -106,6 +106,7 @@ async def test_a_table_row_is_found_through_its_header_and_heading(reader):
                               drawn_page(items), ())
     assert "44 × 23 × 15 mm" in draft.citations[0].quote
     assert "R300" in draft.markdown.split("\n\n", 1)[1].splitlines()[0]  # the header is shown with the row
+    assert "**44 × 23 × 15 mm**" in draft.markdown  # the answer itself in bold
 
 
 async def test_a_value_is_found_under_its_headings(reader):
@@ -116,6 +117,7 @@ async def test_a_value_is_found_under_its_headings(reader):
              (50, 240, "The ZX80 processor memory map is described in the programming manual.", 10)]
     draft = await reader.read("How much flash memory does the ZX80 processor have?", drawn_page(items), ())
     assert "32 KB Flash" in draft.citations[0].quote
+    assert "**32 KB** Flash" in draft.markdown and "**32 KB**" not in draft.citations[0].quote
 
 
 async def test_a_how_to_question_quotes_the_steps_after_the_introduction(reader, tmp_path):
@@ -137,3 +139,4 @@ async def test_a_quote_that_starts_mid_sentence_starts_where_the_sentence_does(r
     ])
     draft = await reader.read("Which screen works on the EXP_DISPLAY connector?", pages, ())
     assert "LCD2004" in draft.citations[0].quote
+    assert "**LCD2004**" in draft.markdown

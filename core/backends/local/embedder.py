@@ -35,6 +35,7 @@ class LocalEmbedder:
     def __init__(self):
         self._model = None
         self._lock = threading.Lock()  # the C engine is not documented as thread-safe
+        self._last_query: tuple[str, np.ndarray] | None = None  # the reader rereads the query search embedded
 
     def _get(self):
         if self._model is None:
@@ -49,7 +50,9 @@ class LocalEmbedder:
 
     def _query(self, text: str) -> np.ndarray:
         with self._lock:
-            return np.asarray(self._get().query(text), dtype=np.float32).reshape(self.dim)
+            if self._last_query is None or self._last_query[0] != text:
+                self._last_query = (text, np.asarray(self._get().query(text), dtype=np.float32).reshape(self.dim))
+            return self._last_query[1].copy()
 
     async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
         out = []

@@ -7,7 +7,8 @@ headings above it, its table's header row), so a value that repeats none of the 
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
 The kind of answer asked for (question_kind.py) weighs in: a number for "how much", the steps after
 the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
-sentence; a quoted table row is shown after its header.
+sentence; a quoted table row is shown after its header, and the answer within a quote (a value with
+its unit, a model code: answer_span.py) is printed in bold.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
+from .answer_span import in_bold
 from .layout import Line, frame, printed_lines, rows
 from .question_kind import asks_procedure, asks_quantity
 
@@ -31,7 +33,7 @@ FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of th
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
 NUMBER = re.compile(r"(?<![^\W_])\d")  # a digit that does not end a word such as "Mk4P"
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
-SHORTLIST = 24  # passages the dense model rereads (~0.5 s on 2 cores)
+SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
 LOCAL_NOTICE = (
     "_Local mode: these are the passages of the retrieved pages that best match the question, quoted as "
@@ -57,6 +59,7 @@ class Passage:
     lines: int = 1  # consecutive printed lines it spans
     frame: tuple[Word, ...] = ()  # the headings and table header it sits under (layout.py)
     header: str = ""  # its table's header row, cells apart, shown before it
+    read_as: tuple[str, ...] = ()  # each of its lines with that line's frame: what the dense model reads
 
     @property
     def text(self) -> str:
@@ -72,6 +75,10 @@ class PrintedLine:
     words: tuple[Word, ...]  # a line, or a short line widened to its whole printed row
     frame: tuple[Word, ...]  # its headings and table header
     header: str  # the table header's cells, shown before a quoted row
+
+    @property
+    def framed_text(self) -> str:
+        return " ".join(w.text for w in self.frame + self.words)
 
 
 def passages(lines: list[Line], boilerplate: set[Word] = frozenset()) -> list[PrintedLine]:
@@ -96,15 +103,15 @@ def passages(lines: list[Line], boilerplate: set[Word] = frozenset()) -> list[Pr
     return out
 
 
-def windows(lines: list[PrintedLine], longest: int = 3) -> list[tuple[tuple[Word, ...], int, PrintedLine]]:
-    """Runs of 1 to `longest` consecutive lines of one block, framed as their first: an answer often spans
-    a label and the lines below it, not the paragraph after a gap."""
+def windows(lines: list[PrintedLine], longest: int = 3) -> list[tuple[tuple[Word, ...], list[PrintedLine]]]:
+    """Runs of 1 to `longest` consecutive lines of one block, with the lines they join: an answer often
+    spans a label and the lines below it, not the paragraph after a gap."""
     out = []
     for i in range(len(lines)):
         for n in range(1, longest + 1):
             if i + n > len(lines) or (n > 1 and apart(lines[i + n - 2].words, lines[i + n - 1].words)):
                 break
-            out.append((tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line.words)), n, lines[i]))
+            out.append((tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line.words)), lines[i:i + n]))
     return out
 
 
@@ -196,8 +203,9 @@ class ExtractiveReader:
         boilerplate = {w for page in raw for ln in page if _shape(ln.words) in shapes for w in ln.words}
         printed = [[ln for ln in passages(lines, boilerplate) if not set(ln.words) <= boilerplate] for lines in raw]
         pages_lines = [[ln.words for ln in page] for page in printed]
-        candidates = [Passage(rp, rank, words, n, first.frame, first.header)
-                      for rank, (rp, page) in enumerate(zip(pages, printed)) for words, n, first in windows(page)]
+        candidates = [Passage(rp, rank, words, len(run), run[0].frame, run[0].header,
+                              tuple(ln.framed_text for ln in run))
+                      for rank, (rp, page) in enumerate(zip(pages, printed)) for words, run in windows(page)]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
@@ -252,7 +260,8 @@ class ExtractiveReader:
             limitations.append("No price is stated on the retrieved pages.")
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
-            lines.append(f"{n}. {_column_names(p)}“{p.text}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
+            quote = in_bold([w.text for w in p.words], question, quantity)
+            lines.append(f"{n}. {_column_names(p)}“{quote}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
         if not chosen:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
@@ -267,12 +276,14 @@ class ExtractiveReader:
 
     async def _rerank(self, question: str, candidates: list[Passage], lexical: dict[int, float]) -> dict[int, float]:
         """Blend the lexical score with the dense similarity over the lexical shortlist, both scaled to 0..1.
-        The dense model reads each passage with its frame: "Memory 32KB Flash", not "32KB Flash"."""
+        The dense model reads each line of the shortlist once, with its frame ("Memory 32KB Flash", not
+        "32KB Flash"), and a passage scores as its best line: its time goes with the words it reads, and the
+        windows of the shortlist share most of their lines."""
         shortlist = sorted(lexical, key=lambda i: -lexical[i])[:SHORTLIST]
-        texts = [" ".join(w.text for w in candidates[i].frame + candidates[i].words) for i in shortlist]
-        dense = await asyncio.to_thread(self.similarity, question, texts)
-        low, spread = float(dense.min()), float(dense.max() - dense.min()) or 1.0
+        texts = list(dict.fromkeys(t for i in shortlist for t in candidates[i].read_as))
+        similar = dict(zip(texts, (float(d) for d in await asyncio.to_thread(self.similarity, question, texts))))
+        dense = [max(similar[t] for t in candidates[i].read_as) for i in shortlist]
+        low, spread = min(dense), (max(dense) - min(dense)) or 1.0
         top = lexical[shortlist[0]]
-        return {i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (float(d) - low) / spread
+        return {i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (d - low) / spread
                 for i, d in zip(shortlist, dense)}
-
