@@ -120,7 +120,7 @@ class Answerer:
     def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
         """Keep citations of attached pages only; locate their quotes; draw their images."""
         pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
-        decoded: dict[tuple[str, int], object] = {}  # each page image is decoded once, however often it is cited
+        images: dict[tuple[str, int], cites.PageImage] = {}  # a page is decoded and scaled once, however often cited
         accepted, notes = [], []
         for draft in drafts:
             rp = pages.get((draft.doc_id, draft.page))
@@ -131,9 +131,9 @@ class Answerer:
                                 cites.highlight(draft.quote, rp.page, draft.box))
             try:
                 key = (rp.hit.doc_id, rp.hit.page)
-                if key not in decoded:
-                    decoded[key] = cites.load_page(rp.jpeg)
-                citation = cites.with_images(citation, decoded[key])
+                if key not in images:
+                    images[key] = cites.PageImage(rp.jpeg)
+                citation = cites.with_images(citation, images[key])
             except OSError as exc:
                 log.exception("could not draw citation images")
                 notes.append(f"Images for {citation.label} could not be drawn ({exc}).")

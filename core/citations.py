@@ -81,9 +81,24 @@ def _pad(box: Box) -> Box:
     return (x0 - 0.004, y0 - 0.003, x1 + 0.004, y1 + 0.003)
 
 
-def load_page(jpeg: bytes) -> Image.Image:
-    with Image.open(io.BytesIO(jpeg)) as img:
-        return img.convert("RGB")
+class PageImage:
+    """A cited page's image, decoded once and scaled to the preview's width once, however often it is cited:
+    scaling the page costs more than all else a citation's images need (BOX: an area average, the fastest
+    filter that does not alias small print)."""
+
+    def __init__(self, jpeg: bytes):
+        with Image.open(io.BytesIO(jpeg)) as img:
+            self.full = img.convert("RGB")
+        self._preview: Image.Image | None = None
+
+    @property
+    def preview(self) -> Image.Image:
+        if self._preview is None:
+            w, h = self.full.size
+            self._preview = self.full.resize((PREVIEW_WIDTH, max(1, round(h * PREVIEW_WIDTH / w))),
+                                             Image.Resampling.BOX) \
+                if w > PREVIEW_WIDTH else self.full
+        return self._preview
 
 
 def _mark(image: Image.Image, hl: Highlight, origin: tuple[float, float], scale: tuple[float, float]) -> None:
@@ -94,24 +109,22 @@ def _mark(image: Image.Image, hl: Highlight, origin: tuple[float, float], scale:
     _draw_box(ImageDraw.Draw(image), rect, hl.kind, max(2, int(sx) // 400))
 
 
-def with_images(citation: Citation, page: Image.Image) -> Citation:
+def with_images(citation: Citation, page: PageImage) -> Citation:
     """The citation with its images: a page preview (JPEG) and, when there is a highlight, a crop of
-    the evidence (PNG). `page` is the full-resolution page image; it is not modified."""
-    w, h = page.size
+    the evidence (PNG). Highlights are drawn on copies: `page` serves the page's other citations."""
     hl = citation.highlight
-    # Scale first, then draw: drawing on a copy of the full page costs more than the whole preview.
-    preview = page.resize((PREVIEW_WIDTH, max(1, round(h * PREVIEW_WIDTH / w))), Image.Resampling.BILINEAR,
-                          reducing_gap=2.0) if w > PREVIEW_WIDTH else page.copy()
+    preview = page.preview.copy()
     if hl is not None:
         _mark(preview, hl, (0.0, 0.0), preview.size)
     crop_png = None
     if hl is not None:
+        w, h = page.full.size
         x0, y0, x1, y1 = hl.box
         # keep some context around the evidence
         cx0, cx1 = max(0.0, x0 - CROP_MARGIN), min(1.0, x1 + CROP_MARGIN)
         cy0, cy1 = max(0.0, y0 - CROP_MARGIN), min(1.0, y1 + CROP_MARGIN)
-        crop = page.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1),
-                          max(int(cy1 * h), int(cy0 * h) + 1)))
+        crop = page.full.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1),
+                               max(int(cy1 * h), int(cy0 * h) + 1)))
         _mark(crop, hl, (int(cx0 * w) / w, int(cy0 * h) / h), (w, h))
         crop_png = _encode(crop, "PNG", compress_level=1)  # fast; these are uploaded, not archived
     return replace(citation, preview=_encode(preview, "JPEG", quality=85), crop=crop_png)
