@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from . import citations as cites
@@ -19,6 +20,7 @@ from .records import Answer, Citation, DraftCitation, EventSink, ReaderPage, Ste
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
+DRAWING_THREADS = 4  # cited pages whose images are drawn at once
 
 
 class Answerer:
@@ -118,27 +120,36 @@ class Answerer:
                       picked.selection)
 
     def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
-        """Keep citations of attached pages only; locate their quotes; draw their images."""
+        """Keep citations of attached pages only; locate their quotes; draw their images, a page per thread
+        (Pillow decodes, scales and encodes without holding the GIL)."""
         pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
-        images: dict[tuple[str, int], cites.PageImage] = {}  # a page is decoded and scaled once, however often cited
-        accepted, notes = [], []
+        accepted: list[Citation] = []
+        notes: list[str] = []
+        of_page: dict[tuple[str, int], list[int]] = {}  # a page is decoded and scaled once, however often cited
         for draft in drafts:
             rp = pages.get((draft.doc_id, draft.page))
             if rp is None:
                 notes.append(f"A citation of page {draft.page} was dropped: that page was not among the pages read.")
                 continue
-            citation = Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
-                                cites.highlight(draft.quote, rp.page, draft.box))
-            try:
-                key = (rp.hit.doc_id, rp.hit.page)
-                if key not in images:
-                    images[key] = cites.PageImage(rp.jpeg)
-                citation = cites.with_images(citation, images[key])
-            except OSError as exc:
-                log.exception("could not draw citation images")
-                notes.append(f"Images for {citation.label} could not be drawn ({exc}).")
-            accepted.append(citation)
-        return accepted, notes
+            of_page.setdefault((draft.doc_id, draft.page), []).append(len(accepted))
+            accepted.append(Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
+                                     cites.highlight(draft.quote, rp.page, draft.box)))
+        failed: dict[int, str] = {}
+
+        def draw(key: tuple[str, int]) -> None:
+            image = None
+            for i in of_page[key]:
+                try:
+                    image = image or cites.PageImage(pages[key].jpeg)
+                    accepted[i] = cites.with_images(accepted[i], image)
+                except OSError as exc:
+                    log.exception("could not draw citation images")
+                    failed[i] = f"Images for {accepted[i].label} could not be drawn ({exc})."
+
+        if of_page:
+            with ThreadPoolExecutor(max_workers=min(DRAWING_THREADS, len(of_page))) as pool:
+                list(pool.map(draw, of_page))
+        return accepted, notes + [failed[i] for i in sorted(failed)]
 
 
 def _ignore(event) -> None:
