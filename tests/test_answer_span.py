@@ -24,3 +24,9 @@ def test_a_model_code_answers_a_which_question_unless_the_question_names_it():
 def test_a_row_of_many_values_gets_no_bold():
     row = "PA0 PA1 PA2 PA3 PA4 PA5"
     assert bold(row, "Which pins are used?") == row
+
+
+def test_a_heading_number_is_no_answer():
+    assert bold("5.4 Board Outline & Mounting Holes", "How many mounting holes?", quantity=True) \
+        == "5.4 Board Outline & Mounting Holes"
+    assert bold("supply 3.3 V only", "Which supply voltage?") == "supply **3.3 V** only"

@@ -1,6 +1,8 @@
 """The local extractive reader on generated pages: what it quotes and what it admits."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pymupdf
 import pytest
 
@@ -140,3 +142,14 @@ async def test_a_quote_that_starts_mid_sentence_starts_where_the_sentence_does(r
     draft = await reader.read("Which screen works on the EXP_DISPLAY connector?", pages, ())
     assert "LCD2004" in draft.citations[0].quote
     assert "**LCD2004**" in draft.markdown
+
+
+async def test_a_passage_printed_on_two_pages_is_quoted_once(reader):
+    # The same pinout drawing's labels are on two pages: quoting them twice would take another passage's place.
+    legend = (60, 300, "BOARD PIN XM YM ZM EM Motor Driver MINI-SD EN STEP DIR PA4 SSEL", 9)
+    first = drawn_page([legend])[0]
+    second = drawn_page([(60, 100, "Stepper drivers: TMC2209 in UART mode", 10), legend])[0]
+    second = replace(second, hit=replace(second.hit, page=2), page=replace(second.page, page=2))
+    draft = await reader.read("Which stepper motor drivers does the board have on board?", [first, second], ())
+    quotes = [c.quote for c in draft.citations]
+    assert len(quotes) == len(set(quotes)), quotes

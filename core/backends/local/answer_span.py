@@ -16,6 +16,7 @@ MAX_SPANS = 4
 # "3.For" (a list number glued to a word) nor "2." (a list number)
 NUMBER = re.compile(r"[(\[~≈±<>≤≥+\-−]?\d+([.,:/]\d+)*(-?[^\W\d_]{1,4}|%|‰|°\w{0,2})?[)\]]?[,;:]?")
 LIST_NUMBER = re.compile(r"\d{1,2}[.)]")
+SECTION_NUMBER = re.compile(r"\d+(\.\d+)+\.?")  # "5.4 Board Outline": a heading's number, not a value
 UNIT_ATTACHED = re.compile(r"\d[^\W\d_]")  # "32KB", "9.5mm": the unit is there already
 CODE = re.compile(r"^(?=\w*[^\W\d_])(?=\w*\d)\w{3,}$")  # letters and digits together: R200, STM32F103RCT6
 UNIT = re.compile(r"^(%|‰|°\w{0,2}|[^\W\d_]{1,4})$")  # what may follow a number: A, mm, KB, °C, %
@@ -34,7 +35,8 @@ def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int
     i = 0
     while i < len(words):
         start = i
-        if is_number(words[i]):
+        if is_number(words[i]) and not (SECTION_NUMBER.fullmatch(words[i]) and i + 1 < len(words)
+                                        and words[i + 1][:1].isupper() and not UNIT.match(words[i + 1])):
             i += 1
             while i + 1 < len(words) and words[i] in JOINER and is_number(words[i + 1]):
                 i += 2  # "62 × 27.5 × 9.5mm"

@@ -250,8 +250,8 @@ class ExtractiveReader:
                 break
             quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank],
                                                                    steps=procedure))
-            if any(set(quote.words) & set(c.words) for c in chosen):
-                continue  # overlapping windows would quote the same lines twice
+            if any(set(quote.words) & set(c.words) or fold(quote.text) == fold(c.text) for c in chosen):
+                continue  # overlapping windows, or a drawing printed on two pages, would quote the same twice
             chosen.append(quote)
         limitations = []
         if not chosen:
