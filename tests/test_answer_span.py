@@ -30,3 +30,4 @@ def test_a_heading_number_is_no_answer():
     assert bold("5.4 Board Outline & Mounting Holes", "How many mounting holes?", quantity=True) \
         == "5.4 Board Outline & Mounting Holes"
     assert bold("supply 3.3 V only", "Which supply voltage?") == "supply **3.3 V** only"
+    assert bold("a warranty of 24 months from delivery", "How long?", quantity=True) == "a warranty of **24 months** from delivery"

@@ -1,8 +1,8 @@
-"""The answer within a quoted passage, to print in bold: the number with its unit that a question of
-quantity asks for, and for other questions a value or a model code that the question does not name
-already ("16 A", "62 × 27.5 × 9.5mm", "TMC2209"). Words are told apart by their shape alone (digits,
-letters), so this holds in any language; a passage with many such words (a pin table) gets no bold,
-for bolding everything points at nothing.
+"""The answer within a quoted passage, to print in bold: the number with its unit, or what it counts,
+that a question of quantity asks for ("16 A", "62 × 27.5 × 9.5mm", "24 months"), and for other questions
+also a model code the question does not name already ("TMC2209"). Words are told apart by their shape
+alone (digits, letters), so this holds in any language; a passage with many such words (a pin table)
+gets no bold, for bolding everything points at nothing.
 """
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int
                 i += 2  # "62 × 27.5 × 9.5mm"
             unit = words[i].rstrip(TRAILING) if i < len(words) else ""
             if unit and words[i - 1][-1:] not in TRAILING and not UNIT_ATTACHED.search(words[i - 1]) \
-                    and UNIT.match(unit) and unit not in STOPWORDS:
-                i += 1  # its unit: "16 A" (a capital "A" is no article)
+                    and (UNIT.match(unit) or unit.isalpha() and unit.islower()) and unit not in STOPWORDS:
+                i += 1  # its unit or what it counts: "16 A" (a capital "A" is no article), "24 months"
         elif not quantity and CODE.match(words[i].strip(TRAILING + "(")):
             i += 1
         else:
@@ -65,7 +65,7 @@ def in_bold(words: Sequence[str], question: str, quantity: bool) -> str:
             continue
         text = " ".join(words[i:marks[i]])
         core = text.rstrip(TRAILING).lstrip("([")
-        before, after = text[:text.index(core)] if core else "", text[text.index(core) + len(core):] if core else ""
-        out.append(f"{before}**{core}**{after}" if core else text)
+        at = text.index(core) if core else 0
+        out.append(f"{text[:at]}**{core}**{text[at + len(core):]}" if core else text)
         i = marks[i]
     return " ".join(out)
