@@ -26,6 +26,11 @@ def test_a_row_of_many_values_gets_no_bold():
     assert bold(row, "Which pins are used?") == row
 
 
+def test_a_version_or_a_code_is_no_number():
+    from core.backends.local.answer_span import is_number
+    assert not any(map(is_number, ["V2.0", "Mk4P", "3.For", "2."])) and all(map(is_number, ["85", "-40", "0,8", "16-bit"]))
+
+
 def test_a_heading_number_is_no_answer():
     assert bold("5.4 Board Outline & Mounting Holes", "How many mounting holes?", quantity=True) \
         == "5.4 Board Outline & Mounting Holes"

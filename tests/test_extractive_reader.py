@@ -153,3 +153,4 @@ async def test_a_passage_printed_on_two_pages_is_quoted_once(reader):
     draft = await reader.read("Which stepper motor drivers does the board have on board?", [first, second], ())
     quotes = [c.quote for c in draft.citations]
     assert len(quotes) == len(set(quotes)), quotes
+

@@ -25,6 +25,7 @@ TRAILING = ",.;:)]”\"'"
 
 
 def is_number(word: str) -> bool:
+    """Whether a printed word is a number, its unit attached or not; the reader's quantity preference uses it too."""
     return bool(NUMBER.fullmatch(word.rstrip(".")) or NUMBER.fullmatch(word)) and not LIST_NUMBER.fullmatch(word)
 
 

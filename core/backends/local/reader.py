@@ -22,7 +22,7 @@ import numpy as np
 
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
-from .answer_span import in_bold
+from .answer_span import in_bold, is_number
 from .layout import Line, frame, printed_lines, rows
 from .question_kind import asks_procedure, asks_quantity
 
@@ -31,7 +31,6 @@ FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts
 NO_NEWS = 0.5
 FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
-NUMBER = re.compile(r"(?<![^\W_])\d")  # a digit that does not end a word such as "Mk4P"
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
 SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
@@ -228,7 +227,7 @@ class ExtractiveReader:
         def lexical_score(i: int) -> float:
             words = candidates[i].words
             if quantity:  # "how much", "wie groß": a number answers it
-                value = QUANTITY_VALUE if NUMBER.search(candidates[i].text) else NO_QUANTITY
+                value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
