@@ -114,10 +114,9 @@ def with_images(citation: Citation, page: PageImage) -> Citation:
     the evidence (PNG). Highlights are drawn on copies: `page` serves the page's other citations."""
     hl = citation.highlight
     preview = page.preview.copy()
-    if hl is not None:
-        _mark(preview, hl, (0.0, 0.0), preview.size)
     crop_png = None
     if hl is not None:
+        _mark(preview, hl, (0.0, 0.0), preview.size)
         w, h = page.full.size
         x0, y0, x1, y1 = hl.box
         # keep some context around the evidence

@@ -252,7 +252,7 @@ def fill_gaps(ranked: list[tuple[str, int, float]], exists: Callable[[tuple[str,
     if within is not None and within < len(ranked):
         head = fill_gaps(ranked[:within], exists)
         taken = {(doc, page) for doc, page, _ in head}
-        rest = [r for r in ranked[:within] + ranked[within:] if (r[0], r[1]) not in taken]
+        rest = [r for r in ranked if (r[0], r[1]) not in taken]
         return head + rest[:len(ranked) - within]
     out = list(ranked)
     keys = [(doc, page) for doc, page, _ in ranked]

@@ -26,12 +26,17 @@ TRAILING = ",.;:)]”\"'"
 
 def is_number(word: str) -> bool:
     """Whether a printed word is a number, its unit attached or not; the reader's quantity preference uses it too."""
-    return bool(NUMBER.fullmatch(word.rstrip(".")) or NUMBER.fullmatch(word)) and not LIST_NUMBER.fullmatch(word)
+    return bool(NUMBER.fullmatch(word.rstrip("."))) and not LIST_NUMBER.fullmatch(word)
+
+
+def _bare(word: str) -> str:
+    """A word without the punctuation around it, folded: how it is compared with the question's."""
+    return fold(word).strip(TRAILING + "(")
 
 
 def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int, int]]:
     """The runs of `words` (start, end exclusive) that answer the question."""
-    asked = {fold(w).strip(TRAILING + "(") for w in question.split()}
+    asked = {_bare(w) for w in question.split()}
     out: list[tuple[int, int]] = []
     i = 0
     while i < len(words):
@@ -45,12 +50,12 @@ def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int
             if unit and words[i - 1][-1:] not in TRAILING and not UNIT_ATTACHED.search(words[i - 1]) \
                     and (UNIT.match(unit) or unit.isalpha() and unit.islower()) and unit not in STOPWORDS:
                 i += 1  # its unit or what it counts: "16 A" (a capital "A" is no article), "24 months"
-        elif not quantity and CODE.match(words[i].strip(TRAILING + "(")):
+        elif not quantity and CODE.match(_bare(words[i])):
             i += 1
         else:
             i += 1
             continue
-        if not {fold(w).strip(TRAILING + "(") for w in words[start:i]} <= asked:
+        if not {_bare(w) for w in words[start:i]} <= asked:
             out.append((start, i))
     return out if len(out) <= MAX_SPANS else []
 

@@ -211,7 +211,9 @@ class ExtractiveReader:
                          limitations=("No readable text was found on the retrieved pages.",), topic=topic_of(question))
         # Rare terms matter more: weight each query term by its rarity among the candidate passages.
         stems = [{stem(t) for t in content_tokens(p.text)} for p in candidates]
-        framed = [{stem(t) for t in content_tokens(" ".join(w.text for w in p.frame))} for p in candidates]
+        frame_stems = {f: {stem(t) for t in content_tokens(" ".join(w.text for w in f))}
+                       for f in {p.frame for p in candidates}}  # windows of one line share its frame
+        framed = [frame_stems[p.frame] for p in candidates]
         weight = {t: math.log(1 + len(candidates) / (1 + sum(t in s for s in stems))) for t in query}
         # Words of the documents' titles pick the document, not the passage within it.
         in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
