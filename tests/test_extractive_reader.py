@@ -8,8 +8,9 @@ import pytest
 
 from core.documents import text_words
 from core.backends.local.embedder import LocalEmbedder
-from core.backends.local.reader import ExtractiveReader, runs_on
+from core.backends.local.reader import ExtractiveReader, concepts, runs_on
 from core.records import Hit, Page, ReaderPage, Word
+from core.text import content_tokens, stem
 
 
 def pages_of(tmp_path, bodies: list[str]) -> list[ReaderPage]:
@@ -154,3 +155,22 @@ async def test_a_passage_printed_on_two_pages_is_quoted_once(reader):
     quotes = [c.quote for c in draft.citations]
     assert len(quotes) == len(set(quotes)), quotes
 
+
+
+async def test_a_product_name_counts_once_against_the_word_asked_about(reader):
+    # The name's five terms (zentro, mini, z3, v2, 2.0) must not outweigh "baud rate": they name the board, not the line.
+    items = [(50, 60, "Relay connection: Zentro Mini Z3 V2.0 PIN", 10), (50, 120, "Communication baud rate 115200", 10),
+             (50, 140, "Supported file format: G-code", 10), (50, 200, "Zentro Mini Z3 V2.0 RESET", 10)]
+    draft = await reader.read("What baud rate does the Zentro Mini Z3 V2.0 use?",
+                              drawn_page(items), ())
+    assert "115200" in draft.citations[0].quote
+
+
+def test_concepts_group_a_name_and_an_identifier_s_parts():
+    question = "Welche Software empfiehlt der Hersteller für das SKR Mini E3 V2.0 und den ATmega16U2?"
+    query = {stem(t) for t in content_tokens(question)}
+    groups = concepts(question, query)
+    assert {stem(t) for t in ("skr", "mini", "e3", "v2", "2.0")} in groups
+    assert {"atmega", "16", "atmega16u2"} <= next(g for g in groups if "atmega16u2" in g)
+    assert {"softwa"} in groups and {"herste"} in groups  # a capitalised noun alone is its own concept
+    assert set().union(*groups) == query and sum(map(len, groups)) == len(query)

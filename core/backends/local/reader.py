@@ -23,6 +23,7 @@ import numpy as np
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
+from .context import subject_runs
 from .layout import Line, frame, printed_lines, rows
 from .question_kind import asks_procedure, asks_quantity
 
@@ -178,6 +179,23 @@ def _column_names(p: Passage) -> str:
     return "_" + p.header.replace("_", " ") + ":_ " if p.header else ""
 
 
+def concepts(question: str, query: set[str]) -> list[set[str]]:
+    """The question's terms (`query`, stemmed) grouped by what they name: a name of several words, or an
+    identifier and its parts, is one concept ("SKR Mini E3 V2.0": skr, mini, e3, v2, 2.0), so that a line
+    repeating a product's name does not outweigh the line holding the one word asked about. Names are
+    told by their shape (capitals, digits: context.subject_runs), so this holds in any language."""
+    words = question.split()
+    runs = [(a, b) for a, b in subject_runs(question) if b - a > 1]
+    in_run = {i for a, b in runs for i in range(a, b)}
+    groups, seen = [], set()
+    for a, b in sorted(runs + [(i, i + 1) for i in range(len(words)) if i not in in_run]):
+        group = {stem(t) for w in words[a:b] for t in content_tokens(w)} & query - seen
+        if group:
+            groups.append(group)
+            seen |= group
+    return groups + [{t} for t in query - seen]  # terms only the whole question yields (abbreviations)
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -218,6 +236,10 @@ class ExtractiveReader:
         # Words of the documents' titles pick the document, not the passage within it.
         in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
         weight = {t: w * (0.3 if t in in_titles else 1.0) for t, w in weight.items()}
+        # A concept counts once, as much as its rarest term: the terms of a name share that weight.
+        for group in concepts(question, query):
+            share = max(weight[t] for t in group) / (sum(weight[t] for t in group) or 1.0)
+            weight.update({t: weight[t] * share for t in group})
         total = sum(weight.values()) or 1.0
 
         def coverage(i: int) -> float:
