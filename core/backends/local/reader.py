@@ -5,6 +5,8 @@ lines, such as table cells, are widened with the words printed at the same heigh
 voltage" brings its "5V" along. A passage is matched together with its frame (layout.py: the
 headings above it, its table's header row), so a value that repeats none of the question's words
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
+A product's name counts once however many words it has (concepts), so the lines that repeat it do not
+outweigh the line holding the word asked about.
 The kind of answer asked for (question_kind.py) weighs in: a number for "how much", the steps after
 the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
 sentence; a quoted table row is shown after its header, and the answer within a quote (a value with
