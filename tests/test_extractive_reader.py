@@ -156,7 +156,6 @@ async def test_a_passage_printed_on_two_pages_is_quoted_once(reader):
     assert len(quotes) == len(set(quotes)), quotes
 
 
-
 async def test_a_product_name_counts_once_against_the_word_asked_about(reader):
     # The name's five terms (zentro, mini, z3, v2, 2.0) must not outweigh "baud rate": they name the board, not the line.
     items = [(50, 60, "Relay connection: Zentro Mini Z3 V2.0 PIN", 10), (50, 120, "Communication baud rate 115200", 10),
@@ -174,3 +173,7 @@ def test_concepts_group_a_name_and_an_identifier_s_parts():
     assert {"atmega", "16", "atmega16u2"} <= next(g for g in groups if "atmega16u2" in g)
     assert {"softwa"} in groups and {"herste"} in groups  # a capitalised noun alone is its own concept
     assert set().union(*groups) == query and sum(map(len, groups)) == len(query)
+    shouted = question.upper()
+    groups = concepts(shouted, {stem(t) for t in content_tokens(shouted)})
+    assert {"skr"} in groups and {"mini"} in groups  # in capitals, words are not taken for one name
+    assert {"atmega", "16", "atmega16u2"} <= next(g for g in groups if "atmega16u2" in g)

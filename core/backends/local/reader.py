@@ -187,7 +187,8 @@ def concepts(question: str, query: set[str]) -> list[set[str]]:
     repeating a product's name does not outweigh the line holding the one word asked about. Names are
     told by their shape (capitals, digits: context.subject_runs), so this holds in any language."""
     words = question.split()
-    runs = [(a, b) for a, b in subject_runs(question) if b - a > 1]
+    # in a question typed in capitals every word looks like a name: only identifiers are grouped then
+    runs = [] if question.isupper() else [(a, b) for a, b in subject_runs(question) if b - a > 1]
     in_run = {i for a, b in runs for i in range(a, b)}
     groups, seen = [], set()
     for a, b in sorted(runs + [(i, i + 1) for i in range(len(words)) if i not in in_run]):
