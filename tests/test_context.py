@@ -44,3 +44,18 @@ async def test_a_whole_follow_up_question_about_another_model_stands_alone():
     # a part of the same product (no model number) still gets the product
     assert (await resolve("And what is the maximum from the USB connector?", "What is the input range of the UNO R3?")
             == "What is the maximum from the USB connector of UNO R3?")
+
+
+async def test_a_follow_up_noun_phrase_replaces_the_previous_one():
+    # a noun phrase shaped like no name there stands in for the last noun phrase as a whole, not for the
+    # first capitalised word ("Welcher das Standlicht vorne rechts ist ab Werk der Blinker hinten links?")
+    assert (await resolve("Und das Standlicht vorne rechts?", "Welcher Ausgang ist ab Werk der Blinker hinten links?")
+            == "Welcher Ausgang ist ab Werk das Standlicht vorne rechts?")
+    # one shaped like a name there replaces just that name, and the head noun after it stays
+    assert (await resolve("And the Z-axis DIR?", "On the pin map, which MCU pin is the X-axis STEP signal?")
+            == "On the pin map, which MCU pin is the Z-axis DIR signal?")
+    # a phrase without a name that shares its first or its last word with the previous question
+    assert (await resolve("A narzędzie powiększenia?", "Do czego służy narzędzie Koperta?")
+            == "Do czego służy narzędzie powiększenia?")
+    assert (await resolve("And the output voltage?", "What is the input voltage of the HF-300?")
+            == "What is the output voltage of the HF-300?")

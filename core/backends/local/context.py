@@ -98,19 +98,58 @@ def carry_over(previous: str, phrase: str) -> str | None:
     theirs = shape(" ".join(phrase.split()[own[0]:own[1]]))
     likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0]:r[1]])), theirs).ratio() for r in runs}
     best = max(runs, key=likeness.__getitem__)
-    start, end = best if likeness[best] >= SAME_SHAPE else subject_span(previous)
     new = phrase.split()
-    if new and new[0].lower() in ARTICLES and start > 0 and words[start - 1].lower() in ARTICLES:
+    led = new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
+    # With no run shaped like it, a noun phrase stands in for the previous question's last noun phrase
+    # ("der Blinker hinten links" in "Welcher Ausgang ist ab Werk der Blinker hinten links?").
+    after_article = [r for r in runs if r[0] > 0 and words[r[0] - 1].lower() in ARTICLES]
+    shaped = likeness[best] >= SAME_SHAPE
+    start, end = best if shaped else after_article[-1] if led and after_article else subject_span(previous)
+    if led and start > 0 and words[start - 1].lower() in ARTICLES:
         start -= 1  # "the ATmega16U2" gives way to "the main ATmega328P"
-    if own[1] < len(new):
-        # The phrase brings its own head noun ("the 5-channel pre-processor"): the old subject's noun
-        # phrase goes as a whole ("the Mk4P board itself," or "the 3-channel pre-processor?").
+    if own[1] < len(new) or (led and not shaped):
+        # The phrase brings its own head noun ("the 5-channel pre-processor"), or is a noun phrase not
+        # shaped like any name there: the old subject's noun phrase goes as a whole ("the Mk4P board
+        # itself," or "der Blinker hinten links?"). One shaped like a name replaces just that name
+        # ("the Z-axis DIR" for "the X-axis STEP" of "the X-axis STEP signal").
         while end < len(words) and _bare(words[end]).lower() not in FUNCTION_WORDS:
             end += 1
             if words[end - 1] != _bare(words[end - 1]):
                 break  # punctuation ends the noun phrase
     ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
     return " ".join(words[:start] + [" ".join(new) + ending] + words[end:])
+
+
+def swap_phrase(previous: str, phrase: str) -> str | None:
+    """A follow-up phrase that shares its first or its last word with the previous question replaces the
+    noun phrase that word stands in: 'Do czego służy narzędzie Koperta?' + 'narzędzie powiększenia' ->
+    'Do czego służy narzędzie powiększenia?'; 'What is the input voltage of the HF-300?' + 'the output
+    voltage' -> 'What is the output voltage of the HF-300?'. None when it shares neither."""
+    words, new = previous.split(), phrase.split()
+    bare = [_bare(w).lower() for w in words]
+    content = [_bare(w).lower() for w in new if _bare(w).lower() not in ARTICLES]
+    if not content or not words:
+        return None
+
+    def ends_phrase(i: int) -> bool:  # a function word, or punctuation after the word before it
+        return bare[i] in FUNCTION_WORDS or words[i - 1] != _bare(words[i - 1])
+
+    if content[0] in bare and content[0] not in FUNCTION_WORDS:
+        start = end = bare.index(content[0])
+        end += 1
+        while end < len(words) and not ends_phrase(end):
+            end += 1
+    elif content[-1] in bare and content[-1] not in FUNCTION_WORDS:
+        end = bare.index(content[-1]) + 1
+        start = end - 1
+        while start > 0 and bare[start - 1] not in FUNCTION_WORDS and words[start - 1] == _bare(words[start - 1]):
+            start -= 1  # back to a function word or punctuation
+    else:
+        return None
+    if new[0].lower() in ARTICLES and start > 0 and bare[start - 1] in ARTICLES:
+        start -= 1
+    ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
+    return " ".join(words[:start] + [phrase + ending] + words[end:])
 
 
 def is_follow_up(question: str) -> bool:
@@ -146,6 +185,9 @@ class HeuristicResolver:
             return Resolution(carried or body[0].upper() + body[1:])
         if any(c.isdigit() for c in new_subject):
             return Resolution(body[0].upper() + body[1:])  # a whole question about another model
+        if history and is_phrase(body) and not PRONOUN.search(body) and (
+                swapped := swap_phrase(history[-1].interpreted or history[-1].question, body.rstrip("?!. "))):
+            return Resolution(swapped)  # "A narzędzie powiększenia?" after "Do czego służy narzędzie Koperta?"
         subject = next((s for ex in reversed(history) if (s := subject_of(ex.interpreted or ex.question))), "")
         if not subject:  # a pronoun with nothing to point at: ask rather than guess
             if PRONOUN.search(question):
