@@ -1,7 +1,7 @@
 """The local follow-up resolver: a follow-up gets the thread's subject, joined in the question's language."""
 from __future__ import annotations
 
-from core.backends.local.context import HeuristicResolver
+from core.backends.local.context import HeuristicResolver, subject_runs
 from core.records import Exchange
 
 
@@ -59,3 +59,11 @@ async def test_a_follow_up_noun_phrase_replaces_the_previous_one():
             == "Do czego służy narzędzie powiększenia?")
     assert (await resolve("And the output voltage?", "What is the input voltage of the HF-300?")
             == "What is the output voltage of the HF-300?")
+
+
+def test_a_sentence_s_first_word_is_no_name_for_its_capital_alone():
+    assert subject_runs("Auf welche i-Bus-Kanäle kann ich die AUX-Kanäle legen?") == [(2, 3), (6, 7)]
+    assert subject_runs("Audacity: jak nagrywać?") == [(0, 1)]  # set apart, as a name is
+    assert subject_runs("UNO R3: how many pins?") == [(0, 2)]
+    assert subject_runs("ATmega328P flash size?") == [(0, 1)]
+    assert subject_runs("Trim") == [(0, 1)]  # a follow-up naming one thing

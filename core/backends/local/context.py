@@ -55,6 +55,11 @@ def subject_runs(question: str) -> list[tuple[int, int]]:
             if start is not None:
                 runs.append((start, i))
             start = None
+    # A sentence's first word has its capital from its place ("Auf welche Kanäle …", "Ich hab …"), unless
+    # more of a name follows it, it is shaped like one ("UNO", "R3", "iPhone"), set apart ("Audacity: …")
+    # or alone (a follow-up's "Trim").
+    if runs and runs[0] == (0, 1) and len(words) > 1 and words[0].istitle() and words[0].isalpha():
+        runs.pop(0)
     return runs
 
 
