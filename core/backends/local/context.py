@@ -104,7 +104,7 @@ def carry_over(previous: str, phrase: str) -> str | None:
     likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0]:r[1]])), theirs).ratio() for r in runs}
     best = max(runs, key=likeness.__getitem__)
     new = phrase.split()
-    led = new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
+    led = bool(new) and new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
     # With no run shaped like it, a noun phrase stands in for the previous question's last noun phrase
     # ("der Blinker hinten links" in "Welcher Ausgang ist ab Werk der Blinker hinten links?").
     after_article = [r for r in runs if r[0] > 0 and words[r[0] - 1].lower() in ARTICLES]
