@@ -1,5 +1,5 @@
 """Which words of a quoted passage are printed in bold as the answer."""
-from core.backends.local.answer_span import in_bold
+from core.backends.local.answer_span import in_bold, is_number
 
 
 def bold(text: str, question: str, quantity: bool = False) -> str:
@@ -27,7 +27,6 @@ def test_a_row_of_many_values_gets_no_bold():
 
 
 def test_a_version_or_a_code_is_no_number():
-    from core.backends.local.answer_span import is_number
     assert not any(map(is_number, ["V2.0", "Mk4P", "3.For", "2."])) and all(map(is_number, ["85", "-40", "0,8", "16-bit"]))
 
 

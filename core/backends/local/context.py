@@ -104,25 +104,37 @@ def carry_over(previous: str, phrase: str) -> str | None:
     likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0]:r[1]])), theirs).ratio() for r in runs}
     best = max(runs, key=likeness.__getitem__)
     new = phrase.split()
-    led = bool(new) and new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
+    led = new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
     # With no run shaped like it, a noun phrase stands in for the previous question's last noun phrase
     # ("der Blinker hinten links" in "Welcher Ausgang ist ab Werk der Blinker hinten links?").
     after_article = [r for r in runs if r[0] > 0 and words[r[0] - 1].lower() in ARTICLES]
     shaped = likeness[best] >= SAME_SHAPE
     start, end = best if shaped else after_article[-1] if led and after_article else subject_span(previous)
-    if led and start > 0 and words[start - 1].lower() in ARTICLES:
-        start -= 1  # "the ATmega16U2" gives way to "the main ATmega328P"
     if own[1] < len(new) or (led and not shaped):
         # The phrase brings its own head noun ("the 5-channel pre-processor"), or is a noun phrase not
         # shaped like any name there: the old subject's noun phrase goes as a whole ("the Mk4P board
         # itself," or "der Blinker hinten links?"). One shaped like a name replaces just that name
         # ("the Z-axis DIR" for "the X-axis STEP" of "the X-axis STEP signal").
-        while end < len(words) and _bare(words[end]).lower() not in FUNCTION_WORDS:
-            end += 1
-            if words[end - 1] != _bare(words[end - 1]):
-                break  # punctuation ends the noun phrase
+        end = _phrase_end(words, end)
+    return _replaced(words, start, end, " ".join(new))
+
+
+def _phrase_end(words: list[str], end: int) -> int:
+    """Where a noun phrase going on from `end` stops: before a function word, or after punctuation."""
+    while end < len(words) and _bare(words[end]).lower() not in FUNCTION_WORDS:
+        end += 1
+        if words[end - 1] != _bare(words[end - 1]):
+            break
+    return end
+
+
+def _replaced(words: list[str], start: int, end: int, phrase: str) -> str:
+    """The question `words` with words[start:end] replaced by `phrase`, its closing punctuation kept; an
+    article before the old words gives way to the phrase's own ("the ATmega16U2" to "the main ATmega328P")."""
+    if phrase.split()[0].lower() in ARTICLES and start > 0 and words[start - 1].lower() in ARTICLES:
+        start -= 1
     ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
-    return " ".join(words[:start] + [" ".join(new) + ending] + words[end:])
+    return " ".join(words[:start] + [phrase + ending] + words[end:])
 
 
 def swap_phrase(previous: str, phrase: str) -> str | None:
@@ -130,20 +142,14 @@ def swap_phrase(previous: str, phrase: str) -> str | None:
     noun phrase that word stands in: 'Do czego służy narzędzie Koperta?' + 'narzędzie powiększenia' ->
     'Do czego służy narzędzie powiększenia?'; 'What is the input voltage of the HF-300?' + 'the output
     voltage' -> 'What is the output voltage of the HF-300?'. None when it shares neither."""
-    words, new = previous.split(), phrase.split()
+    words = previous.split()
     bare = [_bare(w).lower() for w in words]
-    content = [_bare(w).lower() for w in new if _bare(w).lower() not in ARTICLES]
+    content = [w for w in (_bare(w).lower() for w in phrase.split()) if w not in ARTICLES]
     if not content or not words:
         return None
-
-    def ends_phrase(i: int) -> bool:  # a function word, or punctuation after the word before it
-        return bare[i] in FUNCTION_WORDS or words[i - 1] != _bare(words[i - 1])
-
     if content[0] in bare and content[0] not in FUNCTION_WORDS:
-        start = end = bare.index(content[0])
-        end += 1
-        while end < len(words) and not ends_phrase(end):
-            end += 1
+        start = bare.index(content[0])
+        end = _phrase_end(words, start)
     elif content[-1] in bare and content[-1] not in FUNCTION_WORDS:
         end = bare.index(content[-1]) + 1
         start = end - 1
@@ -151,10 +157,7 @@ def swap_phrase(previous: str, phrase: str) -> str | None:
             start -= 1  # back to a function word or punctuation
     else:
         return None
-    if new[0].lower() in ARTICLES and start > 0 and bare[start - 1] in ARTICLES:
-        start -= 1
-    ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
-    return " ".join(words[:start] + [phrase + ending] + words[end:])
+    return _replaced(words, start, end, phrase)
 
 
 def is_follow_up(question: str) -> bool:
@@ -179,6 +182,7 @@ class HeuristicResolver:
         if history and not opener and subject_of(question):
             return Resolution(question)  # names its own subject: a new question, not a follow-up
         body = FOLLOW_UP_START.sub("", question).strip()
+        previous = (history[-1].interpreted or history[-1].question) if history else ""
         new_subject = subject_of(body) if history and not PRONOUN.search(body) else ""
         if new_subject and is_phrase(body):
             # A phrase naming a new subject takes over the previous question's ask ("And the main
@@ -186,12 +190,12 @@ class HeuristicResolver:
             words = body.split()
             if _bare(words[0]).lower() in LEADING_PREPOSITIONS and len(words) > 1:
                 body = " ".join(words[1:])
-            carried = carry_over(history[-1].interpreted or history[-1].question, body.rstrip("?!. "))
+            carried = carry_over(previous, body.rstrip("?!. "))
             return Resolution(carried or body[0].upper() + body[1:])
         if any(c.isdigit() for c in new_subject):
             return Resolution(body[0].upper() + body[1:])  # a whole question about another model
         if history and is_phrase(body) and not PRONOUN.search(body) and (
-                swapped := swap_phrase(history[-1].interpreted or history[-1].question, body.rstrip("?!. "))):
+                swapped := swap_phrase(previous, body.rstrip("?!. "))):
             return Resolution(swapped)  # "A narzędzie powiększenia?" after "Do czego służy narzędzie Koperta?"
         subject = next((s for ex in reversed(history) if (s := subject_of(ex.interpreted or ex.question))), "")
         if not subject:  # a pronoun with nothing to point at: ask rather than guess
