@@ -8,6 +8,7 @@ import pytest
 
 from core.documents import text_words
 from core.backends.local.embedder import LocalEmbedder
+from core.backends.local.question_kind import asks_quantity
 from core.backends.local.reader import ExtractiveReader, concepts, runs_on
 from core.records import Hit, Page, ReaderPage, Word
 from core.text import content_tokens, stem
@@ -177,3 +178,16 @@ def test_concepts_group_a_name_and_an_identifier_s_parts():
     groups = concepts(shouted, {stem(t) for t in content_tokens(shouted)})
     assert {"skr"} in groups and {"mini"} in groups  # in capitals, words are not taken for one name
     assert {"atmega", "16", "atmega16u2"} <= next(g for g in groups if "atmega16u2" in g)
+
+
+@pytest.mark.parametrize("question, quantity", [
+    ("What maximum current is listed for the ATMEGA328P-PU?", True),  # a modifier before the quantity noun
+    ("Which supply voltage does it accept?", True),
+    ("Jaką częstotliwość próbkowania ma ścieżka?", True),  # the feminine form of "jaki"
+    ("Welche maximale Spannung verträgt er?", True),
+    ("Quelle est la tension nominale ?", True),
+    ("Which header is the relay connected to?", False),
+    ("Jaki format plików obsługuje płyta?", False),
+])
+def test_quantity_questions_are_told_by_their_noun_not_only_the_word_next_to_which(question, quantity):
+    assert asks_quantity(question) is quantity

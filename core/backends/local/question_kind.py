@@ -13,14 +13,14 @@ from ...text import fold
 
 QUANTITY = re.compile(r"""\b(
     how\s+(much|many|big|large|small|long|wide|high|tall|heavy|far|fast|thick|deep|often)
-  | what\s+(size|dimensions?|voltage|current|weight|temperature|frequency|diameter|distance|capacity|range|rate|length|width|height|speed|power)
+  | (what|which)\s+(\w+\s+){0,2}(size|dimensions?|voltage|current|weight|temperature|frequency|diameter|distance|capacity|range|rate|length|width|height|speed|power|value)
   | wie\s+(viel\w*|gross|lang|breit|hoch|schwer|weit|schnell|dick|tief|oft)
-  | welche\w*\s+(grosse|abmessung\w*|spannung|strom\w*|gewicht|temperatur|frequenz|durchmesser|abstand|kapazitat|lange|breite|hohe)
-  | ile | jaki\w*\s+(rozmiar|wymiar\w*|napiec\w*|prad|wag\w*|temperatur\w*|czestotliwosc\w*|srednic\w*|odleglosc\w*)
+  | welche\w*\s+(\w+\s+){0,2}(grosse|abmessung\w*|spannung|strom\w*|gewicht|temperatur|frequenz|durchmesser|abstand|kapazitat|lange|breite|hohe|wert)
+  | ile | jak[aeio]\w*\s+(\w+\s+){0,2}(rozmiar\w*|wymiar\w*|napiec\w*|prad\w*|wag\w*|temperatur\w*|czestotliwosc\w*|srednic\w*|odleglosc\w*|wartosc\w*)
   | jak\s+(duz\w*|dlug\w*|szerok\w*|wysok\w*|ciezk\w*|dalek\w*|czest\w*)
-  | combien | quel\w*\s+(taille|dimensions?|tension|courant|poids|temperature|frequence|diametre|distance|capacite|longueur|largeur|hauteur)
-  | quant[oaie]\w* | qual\w*\s+(dimension\w*|tension\w*|corrente|peso|temperatura|frequenza|diametro|distanza|capacita|lunghezza|larghezza|altezza)
-  | cu[aá]nt[oa]s? | qu[eé]\s+(tamano|dimensiones|tension|corriente|peso|temperatura|frecuencia|diametro|distancia|capacidad)
+  | combien | quel\w*\s+(\w+\s+){0,2}(taille|dimensions?|tension|courant|poids|temperature|frequence|diametre|distance|capacite|longueur|largeur|hauteur)
+  | quant[oaie]\w* | qual\w*\s+(\w+\s+){0,2}(dimension\w*|tension\w*|corrente|peso|temperatura|frequenza|diametro|distanza|capacita|lunghezza|larghezza|altezza)
+  | cu[aá]nt[oa]s? | qu[eé]\s+(\w+\s+){0,2}(tamano|dimensiones|tension|corriente|peso|temperatura|frecuencia|diametro|distancia|capacidad)
   | hoeveel | hoe\s+(groot|lang|breed|hoog|zwaar)
 )\b""", re.X)
 PROCEDURE = re.compile(r"""\b(
