@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from . import citations as cites
+from . import page_match
 from . import deadline
 from .config import Settings
 from .errors import BadInput
@@ -84,8 +85,15 @@ class Answerer:
             lap("query_ocr")
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
-        hits = await search.rank(query_text, qvec, self.jev.pool(self.settings.top_k), backend.lexical,
-                                 answered=self.settings.top_k)
+        pool = self.jev.pool(self.settings.top_k)
+        hits = await search.rank(query_text, qvec, max(pool, page_match.CANDIDATES) if images else pool,
+                                 backend.lexical, answered=self.settings.top_k)
+        if images:  # the page a screenshot was cut from goes first, whatever its words matched
+            shown = await asyncio.to_thread(page_match.shown_page, [im.data for im in images],
+                                            [rp.jpeg for rp in await search.read(hits)])
+            if shown is not None:
+                hits.insert(0, hits.pop(shown))
+            hits = hits[:pool]
         lap("search")
         emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading

@@ -50,7 +50,7 @@ def main() -> None:
                  "--backend", "local", "--index", "index/eval-local", "--json", "index/holdout-local-report.json")
     unseen = {name: sh(py, "-m", "bot.cli", "eval", f"eval/{name}-questions.jsonl", "--corpus", str(CORPORA / "techdocs"),
                        "--backend", "local", "--index", "index/eval-local", "--json", f"index/{name}-local-report.json")
-              for name in ("unseen", "fresh")}
+              for name in ("unseen", "fresh", "blind")}
     indexing = sh(py, "eval/bench_indexing.py", "--latency", "0.3")
     sizes = "10000,100000" if args.quick else "10000,100000,1000000"
     search = sh(py, "eval/bench_search.py", "--sizes", sizes)
@@ -99,10 +99,11 @@ wrong subject; the correct English question meets the cross-lingual gap.
 
 {holdout}
 
-## Evaluation: two more sets written without seeing the dev set (same corpus, k = 4)
+## Evaluation: three more sets written without seeing the dev set (same corpus, k = 4)
 
-eval/unseen-questions.jsonl (66: 60 answerable) and eval/fresh-questions.jsonl (53: 49 answerable, written for
-issue 14 before any reader change). Every answerable question of these, the held-out set and the dev set
+eval/unseen-questions.jsonl (66: 60 answerable), eval/fresh-questions.jsonl (53: 49 answerable, written for
+issue 14 before any reader change) and eval/blind-questions.jsonl (48: 42 answerable, written by a helper who
+neither ran pixelrag nor saw its results, and committed before the changes it measures). Every answerable question of these, the held-out set and the dev set
 (eval/dev-key-facts.json) has a key fact: "key fact in lead" is the share of answers whose first two lines
 state it (spacing, case and punctuation ignored).
 
@@ -113,6 +114,10 @@ state it (spacing, case and punctuation ignored).
 ### fresh
 
 {unseen["fresh"]}
+
+### blind
+
+{unseen["blind"]}
 
 {indexing}
 

@@ -1,0 +1,82 @@
+"""Which retrieved page a screenshot was cut from, told by its pixels (OpenCV ORB keypoints).
+
+Retrieval ranks a screenshot by its OCR'd words (and, with Gemini, its embedding); a photo or drawing
+whose few words recur on other pages (a board's labels, the product name on a cover) can rank another
+page first. The page the screenshot shows shares dozens of keypoints with it that agree on one scale,
+rotation and offset; any other page shares a handful by chance. Keypoints survive downscaling, JPEG
+and a slight rotation, and a page is matched in tens of milliseconds, so only the candidates are tried.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+CANDIDATES = 8  # pages retrieval returns for a screenshot question, to look for the one it shows
+MIN_INLIERS = 8  # keypoints agreeing on one placement whose pixels match too
+MARGIN = 2.0  # the best page must agree on this many times the next one's, or nothing moves
+MAX_SIDE = 1600  # pixels; a larger image is scaled down first (keypoints need no more)
+FEATURES = 1500
+RATIO = 0.75  # Lowe's ratio test: a match must be clearly better than the second-best one
+SAME_PIXELS = 0.5  # correlation of the query with the page region it is placed on
+
+
+def _gray(data: bytes) -> np.ndarray | None:
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+    if image is None:
+        return None
+    scale = MAX_SIDE / max(image.shape)
+    return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else image
+
+
+def _features(orb, data: bytes):
+    image = _gray(data)
+    points, desc = orb.detectAndCompute(image, None) if image is not None else ((), None)
+    return image, points, desc
+
+
+def agreeing_keypoints(query: bytes, pages: Sequence[bytes]) -> list[int]:
+    """For each page image, how many of the query image's keypoints match it under one similarity
+    transform (RANSAC): the evidence that the query was cut from that page."""
+    orb = cv2.ORB_create(nfeatures=FEATURES)
+    query_image, query_points, query_desc = _features(orb, query)
+    out = []
+    matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
+    for data in pages:
+        page_image, page_points, page_desc = _features(orb, data)
+        if query_desc is None or page_desc is None or len(page_desc) < 2:
+            out.append(0)
+            continue
+        good = [m for m, n in (pair for pair in matcher.knnMatch(query_desc, page_desc, k=2) if len(pair) == 2)
+                if m.distance < RATIO * n.distance]
+        if len(good) < 4:
+            out.append(0)
+            continue
+        src = np.float32([query_points[m.queryIdx].pt for m in good])
+        dst = np.float32([page_points[m.trainIdx].pt for m in good])
+        transform, mask = cv2.estimateAffinePartial2D(src, dst, method=cv2.RANSAC, ransacReprojThreshold=5.0)
+        agreeing = int(mask.sum()) if mask is not None else 0
+        # Keypoints of plain line art agree by chance too: the page, laid back onto the query by that
+        # placement, must also look like it, pixel for pixel.
+        out.append(agreeing if agreeing and _looks_alike(query_image, page_image, transform) else 0)
+    return out
+
+
+def _looks_alike(query: np.ndarray, page: np.ndarray, transform: np.ndarray) -> bool:
+    back = cv2.warpAffine(page, cv2.invertAffineTransform(transform), (query.shape[1], query.shape[0]),
+                          flags=cv2.INTER_AREA, borderValue=255)
+    a, b = query.astype(np.float32).ravel(), back.astype(np.float32).ravel()
+    if a.std() < 1e-3 or b.std() < 1e-3:
+        return False
+    return float(np.corrcoef(a, b)[0, 1]) >= SAME_PIXELS
+
+
+def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
+    """The index of the page one of the query images was cut from, when the pixels say so clearly; else None."""
+    if not queries or len(pages) < 2:
+        return None
+    scores = np.max([agreeing_keypoints(q, pages) for q in queries], axis=0)
+    order = np.argsort(-scores, kind="stable")
+    best, second = int(scores[order[0]]), int(scores[order[1]])
+    return int(order[0]) if best >= MIN_INLIERS and best >= MARGIN * max(second, 1) else None

@@ -1,0 +1,42 @@
+"""Telling which page a screenshot was cut from by its pixels (core/page_match.py)."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from core.page_match import shown_page
+
+
+def page(seed: int) -> Image.Image:
+    """A page of line art and boxes: different on each seed, alike in kind (what text alone cannot tell apart)."""
+    rng = np.random.default_rng(seed)
+    image = Image.new("RGB", (900, 1270), "white")
+    draw = ImageDraw.Draw(image)
+    for _ in range(60):
+        x, y = rng.integers(0, 820), rng.integers(0, 1190)
+        w, h = rng.integers(20, 80), rng.integers(20, 80)
+        draw.rectangle((x, y, x + w, y + h), outline="black", width=3, fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+        draw.line((x, y, x + int(rng.integers(-60, 60)), y + int(rng.integers(-60, 60))), fill="black", width=2)
+    return image
+
+
+def encoded(image: Image.Image, fmt: str = "JPEG", **options) -> bytes:
+    out = io.BytesIO()
+    image.save(out, fmt, **options)
+    return out.getvalue()
+
+
+def test_the_page_a_screenshot_was_cut_from_is_found_though_scaled_compressed_and_rotated():
+    pages = [page(seed) for seed in (1, 2, 3)]
+    crop = pages[2].crop((100, 300, 700, 700))
+    variants = [crop, crop.resize((300, 200)), crop.rotate(2, expand=True, fillcolor="white")]
+    for variant in variants:
+        assert shown_page([encoded(variant, quality=40)], [encoded(p) for p in pages]) == 2
+
+
+def test_a_screenshot_of_no_candidate_page_moves_nothing():
+    pages = [encoded(page(seed)) for seed in (1, 2, 3)]
+    assert shown_page([encoded(page(4).crop((100, 300, 700, 700)))], pages) is None
+    assert shown_page([encoded(Image.new("RGB", (400, 300), "white"), "PNG")], pages) is None  # no keypoints at all
