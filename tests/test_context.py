@@ -67,3 +67,14 @@ def test_a_sentence_s_first_word_is_no_name_for_its_capital_alone():
     assert subject_runs("UNO R3: how many pins?") == [(0, 2)]
     assert subject_runs("ATmega328P flash size?") == [(0, 1)]
     assert subject_runs("Trim") == [(0, 1)]  # a follow-up naming one thing
+
+
+async def test_a_first_question_that_names_its_subject_is_answered_not_questioned_back():
+    resolver = HeuristicResolver()
+    # English "I" is no Polish "i" (and), and a first question's pronoun points inside it
+    for question in ("I want to program my Uno offline. What do I install and how do I hook it up?",
+                     "I'm powering the Mk4P from a 2S LiPo. When will they dim?",
+                     "And how heavy is the HF-300?"):
+        resolution = await resolver.resolve(question, [])
+        assert resolution.clarify is None and resolution.question == question
+    assert (await resolver.resolve("And its weight?", [])).clarify  # nothing named, nothing to point at

@@ -11,8 +11,8 @@ from typing import Sequence
 
 from ...records import Exchange, Resolution, trim_history
 
-FOLLOW_UP_START = re.compile(
-    r"^\s*(and|also|what about|how about|und|und was|was ist mit|a|i|oraz|a co z|a jak)\b[\s,]*", re.I
+FOLLOW_UP_START = re.compile(  # Polish "i" (and), but not English "I'm", "I've"
+    r"^\s*(and|also|what about|how about|und|und was|was ist mit|a|i(?!['’])|oraz|a co z|a jak)\b[\s,]*", re.I
 )
 PRONOUN = re.compile(
     r"\b(it|its|it's|they|them|their|this one|that one|es|sein|seine|seinen|seiner|ihr|ihre|dessen|jego|jej|ich|"
@@ -175,9 +175,10 @@ class HeuristicResolver:
         if not is_follow_up(question):
             return Resolution(question)
         opener = bool(FOLLOW_UP_START.match(question))
-        if not history and not opener:
+        if not history and (not opener or subject_of(question)):
             # A first question's "it"/"this" points inside the question itself ("Is the X waterproof? How
-            # should it be protected?") or at an attached screenshot: nothing to resolve.
+            # should it be protected?", "I want to program my Uno: how do I hook it up?") or at an attached
+            # screenshot: nothing to resolve.
             return Resolution(question)
         if history and not opener and subject_of(question):
             return Resolution(question)  # names its own subject: a new question, not a follow-up
