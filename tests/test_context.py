@@ -78,3 +78,7 @@ async def test_a_first_question_that_names_its_subject_is_answered_not_questione
         resolution = await resolver.resolve(question, [])
         assert resolution.clarify is None and resolution.question == question
     assert (await resolver.resolve("And its weight?", [])).clarify  # nothing named, nothing to point at
+    # in a thread, too, a long question starting "I" is a sentence, not Polish "i" (and) + a follow-up
+    question = "I hooked a servo to OUT/ISP and now the Mk4 light controller won't boot. Any idea why?"
+    assert await resolve(question, "How big is the Mk4P?") == question
+    assert await resolve("I jaka jest szerokość?", "Jaka jest długość Mk4P?") == "Jaka jest szerokość dla Mk4P?"

@@ -160,8 +160,15 @@ def swap_phrase(previous: str, phrase: str) -> str | None:
     return _replaced(words, start, end, phrase)
 
 
+def opens_follow_up(question: str) -> bool:
+    """Whether the question starts like a follow-up ("And …", "Und …", "A …"). Polish "i" (and) is taken
+    as one only in a short question: a long one starting "I" is an English sentence ("I hooked a servo …")."""
+    opener = FOLLOW_UP_START.match(question)
+    return bool(opener) and not (opener.group(1).lower() == "i" and len(question.split()) > 2 * MAX_PHRASE_WORDS)
+
+
 def is_follow_up(question: str) -> bool:
-    return bool(FOLLOW_UP_START.match(question) or PRONOUN.search(question)) or len(question.split()) <= 3
+    return opens_follow_up(question) or bool(PRONOUN.search(question)) or len(question.split()) <= 3
 
 
 class HeuristicResolver:
@@ -174,7 +181,7 @@ class HeuristicResolver:
         history = trim_history(history, self.exchanges, self.chars)
         if not is_follow_up(question):
             return Resolution(question)
-        opener = bool(FOLLOW_UP_START.match(question))
+        opener = opens_follow_up(question)
         if not history and (not opener or subject_of(question)):
             # A first question's "it"/"this" points inside the question itself ("Is the X waterproof? How
             # should it be protected?", "I want to program my Uno: how do I hook it up?") or at an attached
@@ -182,7 +189,7 @@ class HeuristicResolver:
             return Resolution(question)
         if history and not opener and subject_of(question):
             return Resolution(question)  # names its own subject: a new question, not a follow-up
-        body = FOLLOW_UP_START.sub("", question).strip()
+        body = FOLLOW_UP_START.sub("", question).strip() if opener else question.strip()
         previous = (history[-1].interpreted or history[-1].question) if history else ""
         new_subject = subject_of(body) if history and not PRONOUN.search(body) else ""
         if new_subject and is_phrase(body):
