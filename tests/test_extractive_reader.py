@@ -60,6 +60,16 @@ async def test_a_missing_price_is_a_limitation(reader, tmp_path):
     assert not any("price" in text.lower() for text in weight.limitations)
 
 
+async def test_a_measure_asked_for_and_not_quoted_is_a_limitation(reader, tmp_path):
+    # The page states the coil's voltage and power, not its current: quoting "24 V" is no answer.
+    pages = pages_of(tmp_path, ["Coil data\nCoil voltage 24 V DC\nCoil power 0.9 W\n"])
+    for question in ("How much current does the R200 coil draw?", "Wie viel Strom braucht die R200-Spule?"):
+        draft = await reader.read(question, pages, ())
+        assert draft.citations and "No current value is stated in the passages quoted." in draft.limitations
+    voltage = await reader.read("What's the coil voltage of the R200?", pages, ())
+    assert "24 V" in voltage.citations[0].quote and not voltage.limitations
+
+
 async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):
     pages = pages_of(tmp_path, [
         "Status LED\n"
@@ -186,6 +196,7 @@ def test_concepts_group_a_name_and_an_identifier_s_parts():
     ("Jaką częstotliwość próbkowania ma ścieżka?", True),  # the feminine form of "jaki"
     ("Welche maximale Spannung verträgt er?", True),
     ("Quelle est la tension nominale ?", True),
+    ("What's the operating temperature range of the controller?", True),
     ("Which header is the relay connected to?", False),
     ("Jaki format plików obsługuje płyta?", False),
 ])

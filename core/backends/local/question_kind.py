@@ -13,7 +13,7 @@ from ...text import fold
 
 QUANTITY = re.compile(r"""\b(
     how\s+(much|many|big|large|small|long|wide|high|tall|heavy|far|fast|thick|deep|often)
-  | (what|which)\s+(\w+\s+){0,2}(size|dimensions?|voltage|current|weight|temperature|frequency|diameter|distance|capacity|range|rate|length|width|height|speed|power|value)
+  | (what|which)('s|\s+is|\s+are)?\s+(\w+\s+){0,2}(size|dimensions?|voltage|current|weight|temperature|frequency|diameter|distance|capacity|range|rate|length|width|height|speed|power|value)
   | wie\s+(viel\w*|gross|lang|breit|hoch|schwer|weit|schnell|dick|tief|oft)
   | welche\w*\s+(\w+\s+){0,2}(grosse|abmessung\w*|spannung|strom\w*|gewicht|temperatur|frequenz|durchmesser|abstand|kapazitat|lange|breite|hohe|wert)
   | ile | jak[aeio]\w*\s+(\w+\s+){0,2}(rozmiar\w*|wymiar\w*|napiec\w*|prad\w*|wag\w*|temperatur\w*|czestotliwosc\w*|srednic\w*|odleglosc\w*|wartosc\w*)
@@ -40,3 +40,28 @@ def asks_quantity(question: str) -> bool:
 
 def asks_procedure(question: str) -> bool:
     return bool(PROCEDURE.search(fold(question)))
+
+
+# The quantity a question names, and how a value of it is printed: a number and its unit, in any language.
+NUMBER_BEFORE = r"\d(?:[.,]\d+)?\s?"
+MEASURES = (
+    ("temperature", re.compile(r"\b(temperat\w*)\b"), re.compile(r"°\s?[CF]|℃")),
+    ("current", re.compile(r"\b(current|strom\w*|prad\w*|courant|corrente|corriente)\b"),
+     re.compile(NUMBER_BEFORE + r"[mµu]?A\b")),
+    ("voltage", re.compile(r"\b(voltage|spannung\w*|napiec\w*|tension\w*|tensione)\b"),
+     re.compile(NUMBER_BEFORE + r"[mk]?V\b|\dV\d")),
+    ("frequency", re.compile(r"\b(frequen\w*|czestotliwos\w*|frecuencia|taktrate|clock)\b"),
+     re.compile(NUMBER_BEFORE + r"[kMG]?Hz\b", re.I)),
+    ("weight", re.compile(r"\b(weight|weigh\w*|gewicht|wag[aie]\w*|poids|peso)\b"),
+     re.compile(NUMBER_BEFORE + r"(k?g|lbs?|oz)\b")),
+)
+
+
+def asked_measure(question: str) -> tuple[str, re.Pattern] | None:
+    """For a quantity question naming a measure ("what current", "wie viel Strom"): its name and how a
+    value of it is printed; None for any other question."""
+    if not asks_quantity(question):
+        return None
+    folded = fold(question)
+    named = [(found.start(), name, value) for name, noun, value in MEASURES if (found := noun.search(folded))]
+    return min(named, key=lambda n: n[0])[1:] if named else None  # the first named: "wie viel Spannung … für den Strom"

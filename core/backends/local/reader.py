@@ -10,7 +10,8 @@ outweigh the line holding the word asked about.
 The kind of answer asked for (question_kind.py) weighs in: a number for "how much", the steps after
 the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
 sentence; a quoted table row is shown after its header, and the answer within a quote (a value with
-its unit, a model code: answer_span.py) is printed in bold.
+its unit, a model code: answer_span.py) is printed in bold. When the question names a measure (a current,
+a temperature) and no quote holds a value of it, the answer says so: the pages may not state it.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
 from .context import subject_runs
 from .layout import Line, frame, printed_lines, rows
-from .question_kind import asks_procedure, asks_quantity
+from .question_kind import asked_measure, asks_procedure, asks_quantity
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
@@ -284,6 +285,8 @@ class ExtractiveReader:
             limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
+        elif chosen and (measure := asked_measure(question)) and not any(measure[1].search(p.text) for p in chosen):
+            limitations.append(f"No {measure[0]} value is stated in the passages quoted.")
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
             quote = in_bold([w.text for w in p.words], question, quantity)
