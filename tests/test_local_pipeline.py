@@ -139,7 +139,8 @@ async def test_words_no_visible_document_contains_are_named(service, tmp_path):
     answer = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?"))
     assert any("“bluetooth”" in text and "“pairing”" in text for text in answer.limitations)
     weight = await service.answer(Turn("How much does the HF-300 weigh?"))
-    assert not any("“weigh”" in text for text in weight.limitations)  # "Weight" is on page 2
+    assert not any("weigh" in text for text in weight.limitations)  # "Weight" is on page 2 ...
+    assert "Weight **2.6 kg**" in weight.markdown  # ... and quoted: "weigh" is "weight" less a letter
     secret = text_pdf(tmp_path / "zephyr.pdf", ["Zephyr pairing uses Bluetooth 5.0."])
     await service.index([str(secret)], scope="slack:T1")
     other = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T2"))

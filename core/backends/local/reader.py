@@ -200,6 +200,13 @@ def concepts(question: str, query: set[str]) -> list[set[str]]:
     return groups + [{t} for t in query - seen]  # terms only the whole question yields (abbreviations)
 
 
+def inflected(terms: set[str], query: set[str]) -> set[str]:
+    """A passage's terms, with each query term that one of them inflects by a letter ("weigh" in "weight",
+    "servo" in "servos") counted as present: stems of six letters leave short words whole."""
+    return terms | {q for q in query - terms if len(q) >= 4 and q.isalpha()
+                    and any(len(t) == len(q) + 1 and t.startswith(q) for t in terms)}
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -232,8 +239,8 @@ class ExtractiveReader:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
                          limitations=("No readable text was found on the retrieved pages.",), topic=topic_of(question))
         # Rare terms matter more: weight each query term by its rarity among the candidate passages.
-        stems = [{stem(t) for t in content_tokens(p.text)} for p in candidates]
-        frame_stems = {f: {stem(t) for t in content_tokens(" ".join(w.text for w in f))}
+        stems = [inflected({stem(t) for t in content_tokens(p.text)}, query) for p in candidates]
+        frame_stems = {f: inflected({stem(t) for t in content_tokens(" ".join(w.text for w in f))}, query)
                        for f in {p.frame for p in candidates}}  # windows of one line share its frame
         framed = [frame_stems[p.frame] for p in candidates]
         weight = {t: math.log(1 + len(candidates) / (1 + sum(t in s for s in stems))) for t in query}
