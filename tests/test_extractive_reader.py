@@ -202,3 +202,13 @@ def test_concepts_group_a_name_and_an_identifier_s_parts():
 ])
 def test_quantity_questions_are_told_by_their_noun_not_only_the_word_next_to_which(question, quantity):
     assert asks_quantity(question) is quantity
+
+
+async def test_a_numbered_heading_is_a_bare_heading_too(reader, tmp_path):
+    # "5.2 Zoom tool" names the section the question asks about; the sentence below it answers.
+    pages = pages_of(tmp_path, [
+        "5.1 Selection tool\n\nThe selection tool marks a range of the track for editing.\n\n\n"
+        "5.2 Zoom tool\n\nWith it you enlarge a segment and then retouch it with the Draw tool.\n",
+    ])
+    draft = await reader.read("What is the zoom tool for?", pages, ())
+    assert "enlarge" in draft.citations[0].quote

@@ -124,6 +124,7 @@ def apart(above: tuple[Word, ...], below: tuple[Word, ...]) -> bool:
     return min(w.box[1] for w in below) - max(w.box[3] for w in above) > GAP * height
 
 
+SECTION_NUMBER = re.compile(r"\d+(\.\d+)*\.?")
 SENTENCE_END = re.compile(r"[.!?…]['\"”»)]*$")
 
 
@@ -265,7 +266,8 @@ class ExtractiveReader:
                 value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
-            heading = 0.6 if len(words) < 3 else 1.0  # a bare heading names a topic, it answers nothing
+            named = len(words) - bool(SECTION_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
+            heading = 0.6 if named < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
             news = 1.0 if stems[i] - query else NO_NEWS  # a line that only repeats the question tells nothing
