@@ -82,3 +82,9 @@ async def test_a_first_question_that_names_its_subject_is_answered_not_questione
     question = "I hooked a servo to OUT/ISP and now the Mk4 light controller won't boot. Any idea why?"
     assert await resolve(question, "How big is the Mk4P?") == question
     assert await resolve("I jaka jest szerokość?", "Jaka jest długość Mk4P?") == "Jaka jest szerokość dla Mk4P?"
+
+
+async def test_a_follow_up_with_its_own_question_word_is_no_phrase_to_splice_in():
+    # "kto" (who) makes it a question of its own; spliced in, it read "… z rokiem kto jeszcze tłumaczył w 2020?"
+    assert (await resolve("A kto jeszcze tłumaczył w 2020?", "Kto figuruje jako tłumacz podręcznika Audacity z rokiem 2017?")
+            == "Kto jeszcze tłumaczył w 2020?")

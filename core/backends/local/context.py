@@ -21,7 +21,12 @@ PRONOUN = re.compile(
 )
 QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does", "do", "is", "are", "can",
                   "was", "wie", "wo", "welche", "welcher", "welches", "wann", "warum", "ist", "sind", "kann",
-                  "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "czy", "ile", "co", "the", "a", "an", "and"}
+                  "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "czy", "ile", "co", "the", "a", "an", "and",
+                  # who / what / which in the other common European languages: a phrase has none of them
+                  "who", "whom", "wer", "wen", "wem", "was", "kto", "kogo", "komu", "który", "która", "które",
+                  "qui", "que", "quoi", "quel", "quelle", "où", "comment", "combien", "quand", "pourquoi",
+                  "chi", "che", "cosa", "quale", "dove", "come", "quanto", "quando", "perché",
+                  "quién", "qué", "cuál", "dónde", "cómo", "cuánto", "cuándo"}
 NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
 ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen"}
 LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
