@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 from . import citations as cites
-from . import page_match
 from . import deadline
+from . import page_match
 from .config import Settings
 from .errors import BadInput
 from .jev import PageSelector

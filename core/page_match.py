@@ -36,15 +36,14 @@ def _features(orb, data: bytes):
     return image, points, desc
 
 
-def agreeing_keypoints(query: bytes, pages: Sequence[bytes]) -> list[int]:
-    """For each page image, how many of the query image's keypoints match it under one similarity
-    transform (RANSAC): the evidence that the query was cut from that page."""
-    orb = cv2.ORB_create(nfeatures=FEATURES)
-    query_image, query_points, query_desc = _features(orb, query)
-    out = []
+def agreeing_keypoints(query, pages: Sequence) -> list[int]:
+    """For each page, how many of the query image's keypoints match it under one similarity transform
+    (RANSAC) whose pixels match too: the evidence that the query was cut from that page. Images come as
+    _features() of their bytes."""
+    query_image, query_points, query_desc = query
     matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
-    for data in pages:
-        page_image, page_points, page_desc = _features(orb, data)
+    out = []
+    for page_image, page_points, page_desc in pages:
         if query_desc is None or page_desc is None or len(page_desc) < 2:
             out.append(0)
             continue
@@ -76,7 +75,9 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
     """The index of the page one of the query images was cut from, when the pixels say so clearly; else None."""
     if not queries or len(pages) < 2:
         return None
-    scores = np.max([agreeing_keypoints(q, pages) for q in queries], axis=0)
+    orb = cv2.ORB_create(nfeatures=FEATURES)
+    page_features = [_features(orb, data) for data in pages]
+    scores = np.max([agreeing_keypoints(_features(orb, q), page_features) for q in queries], axis=0)
     order = np.argsort(-scores, kind="stable")
     best, second = int(scores[order[0]]), int(scores[order[1]])
     return int(order[0]) if best >= MIN_INLIERS and best >= MARGIN * max(second, 1) else None
