@@ -67,6 +67,36 @@ async def test_screenshot_query_is_read_with_ocr(service, brochure, tmp_path):
     assert answer.hits[0].page == 4
 
 
+async def test_a_screenshot_finds_the_page_it_was_cut_from_where_its_words_fit_others_as_well(tmp_path):
+    # Three pages with the same caption and labels, each with another photo-like picture: the words
+    # cannot tell them apart, the pixels can (core/page_match.py).
+    import numpy as np
+    import pymupdf
+    from PIL import ImageDraw
+
+    doc = pymupdf.open()
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        picture = Image.new("RGB", (600, 400), "white")
+        draw = ImageDraw.Draw(picture)
+        for _ in range(40):
+            x, y, w, h = (int(v) for v in rng.integers(0, 540, 4) % [540, 340, 60, 60])
+            draw.rectangle((x, y, x + w + 10, y + h + 10), outline="black", width=3,
+                           fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+        out = io.BytesIO()
+        picture.save(out, "PNG")
+        page = doc.new_page()
+        page.insert_text((50, 60), "ACME R200 relay board: jumper caps J1 J2 J3 (top view)", fontsize=11)
+        page.insert_image(pymupdf.Rect(50, 100, 530, 420), stream=out.getvalue())
+    pdf = tmp_path / "r200-photos.pdf"
+    doc.save(pdf)
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local"))
+    await service.index([str(pdf)])
+    shot = pymupdf.open(pdf)[2].get_pixmap(dpi=120, clip=pymupdf.Rect(150, 180, 450, 380)).tobytes("png")
+    answer = await service.answer(Turn("What are these jumpers for?", images=(QueryImage(shot, "image/png", "shot.png"),)))
+    assert answer.hits[0].page == 3
+
+
 async def test_follow_up_carries_the_subject_and_reads_fresh_pages(service, tmp_path):
     first = await service.answer(Turn("What is the maximum head of the HydroFlow HF-300?"))
     history = (Exchange(first.question, first.markdown, first.interpreted_question),)
