@@ -88,19 +88,23 @@ class Answerer:
         pool = self.jev.pool(self.settings.top_k)
         hits = await search.rank(query_text, qvec, max(pool, page_match.CANDIDATES) if images else pool,
                                  backend.lexical, answered=self.settings.top_k)
+        candidates = None  # the pages read, once they are
         if images:  # the page a screenshot was cut from goes first, whatever its words matched
+            candidates = list(await search.read(hits))
             shown = await asyncio.to_thread(page_match.shown_page, [im.data for im in images],
-                                            [rp.jpeg for rp in await search.read(hits)])
+                                            [rp.jpeg for rp in candidates])
             if shown is not None:
                 hits.insert(0, hits.pop(shown))
-            hits = hits[:pool]
+                candidates.insert(0, candidates.pop(shown))
+            hits, candidates = hits[:pool], candidates[:pool]
         lap("search")
         emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
             return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
                           timings=timings)
         # The pages with their words and images: what the reader reads, and Jev judges when it is on.
-        candidates = await search.read(hits)
+        if candidates is None:
+            candidates = await search.read(hits)
         picked = await self.jev.select(interpreted, images, candidates, self.settings.top_k)  # dense order when off
         hits, attached = list(picked.hits), list(picked.pages)
         image_notes += picked.notes

@@ -124,7 +124,7 @@ def apart(above: tuple[Word, ...], below: tuple[Word, ...]) -> bool:
     return min(w.box[1] for w in below) - max(w.box[3] for w in above) > GAP * height
 
 
-SECTION_NUMBER = re.compile(r"\d+(\.\d+)*\.?")
+HEADING_NUMBER = re.compile(r"\d+(\.\d+)*\.?")  # "5", "5.2.": any depth (answer_span.SECTION_NUMBER wants a dot)
 SENTENCE_END = re.compile(r"[.!?…]['\"”»)]*$")
 
 
@@ -266,7 +266,7 @@ class ExtractiveReader:
                 value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
-            named = len(words) - bool(SECTION_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
+            named = len(words) - bool(HEADING_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
             heading = 0.6 if named < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
