@@ -8,7 +8,7 @@ import pytest
 
 from core.documents import text_words
 from core.backends.local.embedder import LocalEmbedder
-from core.backends.local.question_kind import asks_quantity
+from core.backends.local.question_kind import asked_measure, asks_quantity
 from core.backends.local.reader import ExtractiveReader, concepts, runs_on
 from core.records import Hit, Page, ReaderPage, Word
 from core.text import content_tokens, stem
@@ -68,6 +68,32 @@ async def test_a_measure_asked_for_and_not_quoted_is_a_limitation(reader, tmp_pa
         assert draft.citations and "No current value is stated in the passages quoted." in draft.limitations
     voltage = await reader.read("What's the coil voltage of the R200?", pages, ())
     assert "24 V" in voltage.citations[0].quote and not voltage.limitations
+
+
+async def test_a_value_of_the_measure_asked_for_wins(tmp_path):
+    # Both lines name the chip and hold a number; only the second holds a current. The lexical reader (no
+    # dense rerank, so the rule is seen alone) would quote the first, earlier line on a tie.
+    pages = pages_of(tmp_path, ["Limits\nATmega328P clock: 20 MHz maximum\n\n\nATmega328P supply: 200 mA maximum\n"])
+    for question in ("How much current can the ATmega328P draw at most?",
+                     "Wie viel Strom darf der ATmega328P höchstens ziehen?"):
+        draft = await ExtractiveReader().read(question, pages, ())
+        assert "200 mA" in draft.citations[0].quote, question
+
+
+@pytest.mark.parametrize("question, measure", [
+    ("According to the board's power tree, how much current can the MCU draw?", "current"),  # named after "how much"
+    ("Wie viel Verlustleistung dürfen die Ausgänge zusammen erzeugen?", "power"),
+    ("What sample rate is set in the recording dialog?", "frequency"),
+    ("How much flash memory does the ATmega328P have?", "memory"),
+    ("How big is the Mk4P board without its connectors?", "length"),
+    ("Jaka jest średnica otworów montażowych?", "length"),
+    ("What resistor value does the schematic give at 5 V?", "resistance"),
+    ("What's the power supply voltage?", "voltage"),  # a power supply is no power
+    ("Which driver chips does the board use?", None),  # no quantity asked
+])
+def test_the_measure_a_question_names(question, measure):
+    found = asked_measure(question)
+    assert (found[0] if found else None) == measure
 
 
 async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):

@@ -52,18 +52,35 @@ MEASURES = (
      re.compile(NUMBER_BEFORE + r"[mµu]?A\b")),
     ("voltage", re.compile(r"\b(voltage|spannung\w*|napiec\w*|tension\w*|tensione)\b"),
      re.compile(NUMBER_BEFORE + r"[mk]?V\b|\dV\d")),
-    ("frequency", re.compile(r"\b(frequen\w*|czestotliwos\w*|frecuencia|taktrate|clock)\b"),
+    ("frequency", re.compile(r"\b(frequen\w*|czestotliwos\w*|frecuencia|taktrate|clock|sample\s+rate|abtastrate)\b"),
      re.compile(NUMBER_BEFORE + r"[kMG]?Hz\b", re.I)),
-    ("weight", re.compile(r"\b(weight|weigh\w*|gewicht|wag[aie]\w*|poids|peso)\b"),
+    ("weight", re.compile(r"\b(weight|weigh\w*|gewicht|wag[aie]\w*|poids|peso|how\s+heavy|wie\s+schwer)\b"),
      re.compile(NUMBER_BEFORE + r"(k?g|lbs?|oz)\b")),
+    ("power", re.compile(r"\b(power(?!\s+(supply|tree|jack|input|source))|\w*leistung|moc[ay]?|puissance|potenza|potencia)\b"),
+     re.compile(NUMBER_BEFORE + r"[mk]?W\b")),
+    ("resistance", re.compile(r"\b(resist\w*|\w*widerstand\w*|rezystor\w*|opor\w*)\b"),
+     re.compile(NUMBER_BEFORE + r"[kM]?(Ω|ohm)", re.I)),
+    ("memory", re.compile(r"\b(memory|flash|sram|eeprom|ram|speicher\w*|pamiec\w*|memoire|memoria)\b"),
+     re.compile(NUMBER_BEFORE + r"[kKMG]i?B\b|\d\s?(bytes?|kbytes?)\b", re.I)),
+    ("length", re.compile(r"\b(how\s+(big|large|small|wide|high|tall|far|thick|deep)|wie\s+(gross|breit|hoch|weit|dick|tief)|"
+                          r"jak\s+(duz|szerok|wysok|dalek)\w*|size|dimensions?|distance|diameter|length|width|height|spacing|thickness|"
+                          r"\w*abstand|durchmesser|grosse|abmessung\w*|lange|breite|hohe|dicke|"
+                          r"rozmiar\w*|wymiar\w*|odleglosc\w*|srednic\w*|dlugosc\w*|szerokosc\w*|wysokosc\w*|"
+                          r"taille|diametre|longueur|largeur|hauteur|dimension\w*|distanza|diametro|lunghezza|"
+                          r"larghezza|altezza|tamano|distancia)\b"),
+     re.compile(NUMBER_BEFORE + r"(mm|cm|m|mil|inch\w*)\b|\d\s?[x×]\s?\d|\d\s?(\"|″)")),
 )
 
 
 def asked_measure(question: str) -> tuple[str, re.Pattern] | None:
     """For a quantity question naming a measure ("what current", "wie viel Strom"): its name and how a
-    value of it is printed; None for any other question."""
-    if not asks_quantity(question):
-        return None
+    value of it is printed; None for any other question. The measure is the first named from the
+    interrogative on ("According to the power tree, how much current" asks a current)."""
     folded = fold(question)
-    named = [(found.start(), name, value) for name, noun, value in MEASURES if (found := noun.search(folded))]
-    return min(named, key=lambda n: n[0])[1:] if named else None  # the first named: "wie viel Spannung … für den Strom"
+    asked = QUANTITY.search(folded)
+    if not asked:
+        return None
+    named = [(found.start(), name, value) for name, noun, value in MEASURES
+             for found in noun.finditer(folded)]
+    after = [n for n in named if n[0] >= asked.start()]
+    return min(after or named, key=lambda n: n[0])[1:] if named else None  # "wie viel Spannung … für den Strom"

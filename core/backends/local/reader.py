@@ -7,8 +7,8 @@ headings above it, its table's header row), so a value that repeats none of the 
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
 A product's name counts once however many words it has (concepts), so the lines that repeat it do not
 outweigh the line holding the word asked about.
-The kind of answer asked for (question_kind.py) weighs in: a number for "how much", the steps after
-the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
+The kind of answer asked for (question_kind.py) weighs in: a number for "how much" (a current for
+"how much current"), the steps after the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
 sentence; a quoted table row is shown after its header, and the answer within a quote (a value with
 its unit, a model code: answer_span.py) is printed in bold. When the question names a measure (a current,
 a temperature) and no quote holds a value of it, the answer says so: the pages may not state it.
@@ -35,6 +35,7 @@ FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts
 NO_NEWS = 0.5
 FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
+MEASURE_VALUE = 1.3  # and more for a value of the measure it names ("how much current": "410mA", not "20 MHz")
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
 SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
@@ -259,11 +260,14 @@ class ExtractiveReader:
             return (sum(weight[t] for t in own) + FRAME_SHARE * sum(weight[t] for t in (query & framed[i]) - own)) / total
 
         quantity = asks_quantity(question)
+        measure = asked_measure(question)
 
         def lexical_score(i: int) -> float:
             words = candidates[i].words
             if quantity:  # "how much", "wie groß": a number answers it
                 value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
+                if measure and measure[1].search(candidates[i].text):
+                    value *= MEASURE_VALUE
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
             named = len(words) - bool(HEADING_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
@@ -294,7 +298,7 @@ class ExtractiveReader:
             limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
-        elif chosen and (measure := asked_measure(question)) and not any(measure[1].search(p.text) for p in chosen):
+        elif chosen and measure and not any(measure[1].search(p.text) for p in chosen):
             limitations.append(f"No {measure[0]} value is stated in the passages quoted.")
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
