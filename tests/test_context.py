@@ -54,6 +54,12 @@ async def test_a_follow_up_noun_phrase_replaces_the_previous_one():
     # one shaped like a name there replaces just that name, and the head noun after it stays
     assert (await resolve("And the Z-axis DIR?", "On the pin map, which MCU pin is the X-axis STEP signal?")
             == "On the pin map, which MCU pin is the Z-axis DIR signal?")
+    # a German noun's capital is no name's shape: the whole noun phrase goes, its "vorne links" too
+    assert (await resolve("Und der Lichtbalken?", "Welcher Ausgang ist ab Werk das Fernlicht vorne links?")
+            == "Welcher Ausgang ist ab Werk der Lichtbalken?")
+    # nor is a menu command's: "Trim" stands in for the subject, not for "Edit", which is shaped alike
+    assert (await resolve("A Trim?", "Jaki skrót ma polecenie Duplicate w menu Edit?")
+            == "Jaki skrót ma polecenie Trim w menu Edit?")
     # a phrase without a name that shares its first or its last word with the previous question
     assert (await resolve("A narzędzie powiększenia?", "Do czego służy narzędzie Koperta?")
             == "Do czego służy narzędzie powiększenia?")

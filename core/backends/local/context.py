@@ -89,6 +89,11 @@ def shape(text: str) -> str:
     return "".join("A" if c.isupper() else "a" if c.isalpha() else "9" if c.isdigit() else c for c in _bare(text))
 
 
+def name_shaped(shaped: str) -> bool:
+    """Whether a shape() is a name's: a digit, or a capital after the first letter."""
+    return "9" in shaped or "A" in shaped[1:]
+
+
 def is_phrase(text: str) -> bool:
     """A short noun phrase with no question word: 'the main ATmega328P', 'der Pre-Processor'."""
     words = [_bare(w).lower() for w in text.split() if _bare(w)]
@@ -113,7 +118,9 @@ def carry_over(previous: str, phrase: str) -> str | None:
     # With no run shaped like it, a noun phrase stands in for the previous question's last noun phrase
     # ("der Blinker hinten links" in "Welcher Ausgang ist ab Werk der Blinker hinten links?").
     after_article = [r for r in runs if r[0] > 0 and words[r[0] - 1].lower() in ARTICLES]
-    shaped = likeness[best] >= SAME_SHAPE
+    # Only a name's shape tells (digits, inner capitals: "Z-axis DIR", "ATmega16U2"); every German noun
+    # and a Polish menu's "Edit" or "Trim" share a capital's shape by chance.
+    shaped = likeness[best] >= SAME_SHAPE and name_shaped(theirs)
     start, end = best if shaped else after_article[-1] if led and after_article else subject_span(previous)
     if own[1] < len(new) or (led and not shaped):
         # The phrase brings its own head noun ("the 5-channel pre-processor"), or is a noun phrase not
