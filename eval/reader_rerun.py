@@ -27,15 +27,18 @@ from core.service import Service  # noqa: E402
 from eval.metrics import answer_lead, containment, states_fact  # noqa: E402
 from eval.questions import load_questions  # noqa: E402
 
+ABSENT = "None of the documents here contain"  # the search's limitation (answering.py), not the reader's
+
 
 async def rerun(service: Service, report: dict, questions: dict, k: int, show: bool) -> dict:
     backend = service.backend
     search = await service.pages.search("")
     file_of = {d.doc_id: d.file_name for d in await service.all_documents()}
     lead, anywhere, contained, seconds, moved = [], [], [], [], 0
+    flagged, limited = [], []  # negatives that state a limitation; answerable questions that do
     for res in report["questions"]:
         q = questions.get(res["id"])
-        if q is None or res["variant"] or q.negative or not q.key_fact or not res.get("ranked"):
+        if q is None or res["variant"] or not res.get("ranked") or not (q.negative or q.key_fact):
             continue
         text = res["interpreted"] or q.question
         hits = await search.rank(text, await backend.embed_query(text, ()), k, backend.lexical)
@@ -45,6 +48,12 @@ async def rerun(service: Service, report: dict, questions: dict, k: int, show: b
         t0 = time.perf_counter()
         draft = await backend.reader.read(text, pages, ())
         seconds.append(time.perf_counter() - t0)
+        # the reader's limitations, and the search's (words no visible page holds), which it does not change
+        states = bool(draft.limitations) or any(t.startswith(ABSENT) for t in res.get("limitations", ()))
+        if q.negative:
+            flagged.append(states)
+            continue
+        limited.append(states)
         lead.append(states_fact(answer_lead(draft.markdown), q.key_fact))
         anywhere.append(states_fact(draft.markdown, q.key_fact))
         contained.append(containment(draft.markdown, q.answer)[0])
@@ -54,7 +63,8 @@ async def rerun(service: Service, report: dict, questions: dict, k: int, show: b
     n = len(lead) or 1
     return {"n": len(lead), "lead": sum(lead) / n, "anywhere": sum(anywhere) / n,
             "containment": sum(contained) / n, "read_p50_ms": 1000 * statistics.median(seconds or [0]),
-            "retrieval_moved": moved}
+            "retrieval_moved": moved, "negatives": f"{sum(flagged)}/{len(flagged)}",
+            "limited": sum(limited) / n}
 
 
 async def main() -> None:
@@ -72,6 +82,7 @@ async def main() -> None:
         figures = await rerun(service, report, questions, report["k"], args.show)
         print(f"{name}: n={figures['n']} lead={figures['lead']:.3f} any={figures['anywhere']:.3f} "
               f"containment={figures['containment']:.3f} read p50={figures['read_p50_ms']:.0f} ms "
+              f"negatives flagged {figures['negatives']} answerable with a limitation {figures['limited']:.3f} "
               f"(retrieval moved on {figures['retrieval_moved']})", flush=True)
 
 
