@@ -96,6 +96,11 @@ def test_the_measure_a_question_names(question, measure):
     assert (found[0] if found else None) == measure
 
 
+def test_a_value_is_told_by_its_unit_as_ocr_prints_it():
+    value = asked_measure("What resistor value does the schematic give at 5 V?")[1]
+    assert value.search("5V: R = 18 0hm") and value.search("R1 = 220 Ω") and not value.search("R = 18")
+
+
 async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):
     pages = pages_of(tmp_path, [
         "Status LED\n"

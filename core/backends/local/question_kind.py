@@ -59,7 +59,7 @@ MEASURES = (
     ("power", re.compile(r"\b(power(?!\s+(supply|tree|jack|input|source))|\w*leistung|moc[ay]?|puissance|potenza|potencia)\b"),
      re.compile(NUMBER_BEFORE + r"[mk]?W\b")),
     ("resistance", re.compile(r"\b(resist\w*|\w*widerstand\w*|rezystor\w*|opor\w*)\b"),
-     re.compile(NUMBER_BEFORE + r"[kM]?(Ω|ohm)", re.I)),
+     re.compile(NUMBER_BEFORE + r"[kM]?(Ω|[o0]hm)", re.I)),  # OCR reads "Ohm" as "0hm"
     ("memory", re.compile(r"\b(memory|flash|sram|eeprom|ram|speicher\w*|pamiec\w*|memoire|memoria)\b"),
      re.compile(NUMBER_BEFORE + r"[kKMG]i?B\b|\d\s?(bytes?|kbytes?)\b", re.I)),
     ("length", re.compile(r"\b(how\s+(big|large|small|wide|high|tall|far|thick|deep)|wie\s+(gross|breit|hoch|weit|dick|tief)|"
