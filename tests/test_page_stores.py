@@ -55,6 +55,9 @@ async def test_both_stores_rank_and_answer_alike(both):
     for service in both:
         answer = await service.answer(Turn("Does the HF-300 have a bluetooth remote?"))
         assert any("bluetooth" in note for note in answer.limitations)
+        # as is a word of short hyphenated parts, whose parts are too short to be looked up alone
+        answer = await service.answer(Turn("Which Wi-Fi module fits the HF-300?"))
+        assert any("Wi-Fi" in note for note in answer.limitations)
 
 
 async def test_tenants_see_their_own_documents_and_the_shared_ones(store_settings, local, tmp_path):

@@ -18,3 +18,10 @@ def test_question_chatter_is_never_reported_missing():
     allowed = np.ones(1, dtype=bool)
     assert index.absent_words("I think I've seen the ATmega328P run at 20 MHz, does it?", allowed) == []
     assert index.absent_words("How much does the ATmega328P weigh?", allowed) == ["weigh"]
+
+
+def test_a_word_of_short_hyphenated_parts_is_missing_when_a_part_is():
+    index = LexicalIndex(["The MCU pin PA3 drives the E-Ink display.", "Plug the module into the TFT header."])
+    allowed = np.ones(2, dtype=bool)
+    assert index.absent_words("Which Wi-Fi module plugs into the TFT header?", allowed) == ["Wi-Fi"]
+    assert index.absent_words("Which MCU-Pin drives the display?", allowed) == []  # "mcu" and "pin" are there
