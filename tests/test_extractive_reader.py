@@ -101,6 +101,17 @@ def test_a_value_is_told_by_its_unit_as_ocr_prints_it():
     assert value.search("5V: R = 18 0hm") and value.search("R1 = 220 Ω") and not value.search("R = 18")
 
 
+async def test_a_product_the_quoted_document_never_mentions_is_owned_up_to(reader, tmp_path):
+    relay = pages_of(tmp_path, ["Ambient conditions\nOperating temperature: -40 to 85 °C\n"])
+    pump = [replace(rp, hit=replace(rp.hit, doc_id="d2", title="HF-300 brochure"), page=replace(rp.page, doc_id="d2"))
+            for rp in pages_of(tmp_path, ["HydroFlow HF-300 pump\nFlow rate 40 litres per minute at 2 bar.\n"])]
+    draft = await reader.read("What is the operating temperature range of the HF-300?", relay + pump, ())
+    assert "85" in draft.citations[0].quote  # the relay's, the only temperature there is
+    assert "The first passage quoted is from R200 datasheet, which does not mention “HF-300”." in draft.limitations
+    flow = await reader.read("What flow rate does the HF-300 deliver?", relay + pump, ())
+    assert flow.citations[0].doc_id == "d2" and not flow.limitations
+
+
 async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):
     pages = pages_of(tmp_path, [
         "Status LED\n"

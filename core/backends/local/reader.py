@@ -26,7 +26,7 @@ import numpy as np
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
-from .context import subject_runs
+from .context import subject_of, subject_runs
 from .layout import Line, frame, printed_lines, rows
 from .question_kind import asked_measure, asks_procedure, asks_quantity
 
@@ -209,6 +209,24 @@ def inflected(terms: set[str], query: set[str]) -> set[str]:
                     and any(len(t) == len(q) + 1 and t.startswith(q) for t in terms)}
 
 
+def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequence[Passage]) -> str:
+    """When the question names a product that the first quote's document never mentions, though another
+    retrieved one does (the "operating temperature of the light controller" quoted from a board's
+    datasheet): saying so. A document mentions it in its title or on a page read."""
+    subject = subject_of(question)
+    wanted = {stem(t) for t in content_tokens(subject)}
+    if not wanted:
+        return ""
+    said: dict[str, set[str]] = {}
+    for rp in pages:
+        said.setdefault(rp.hit.doc_id, {stem(t) for t in content_tokens(rp.hit.title)})
+        said[rp.hit.doc_id] |= {stem(t) for w in rp.page.words for t in content_tokens(w.text)}
+    first = chosen[0].page.hit
+    if wanted <= said[first.doc_id] or not any(wanted <= terms for terms in said.values()):
+        return ""
+    return f"The first passage quoted is from {first.title}, which does not mention “{subject}”."
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -300,6 +318,8 @@ class ExtractiveReader:
             limitations.append("No price is stated on the retrieved pages.")
         elif chosen and measure and not any(measure[1].search(p.text) for p in chosen):
             limitations.append(f"No {measure[0]} value is stated in the passages quoted.")
+        if chosen and (elsewhere := unmentioned_subject(question, pages, chosen)):
+            limitations.append(elsewhere)
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
             quote = in_bold([w.text for w in p.words], question, quantity)
