@@ -80,6 +80,16 @@ async def test_a_value_of_the_measure_asked_for_wins(tmp_path):
         assert "200 mA" in draft.citations[0].quote, question
 
 
+async def test_a_count_of_the_things_asked_about_wins(tmp_path):
+    # Both lines name the relay's contacts and hold a number; only the second counts them.
+    for question, body, count in [
+        ("How many contacts does the R200 have?",
+         "Ratings\nR200 contacts: 16 A\n\n\nR200: 2 changeover contacts\n", "2 changeover contacts"),
+        ("Wie viele Kontakte hat das R200?", "Nennwerte\nR200 Kontakte: 16 A\n\n\nR200: 2 Wechsler-Kontakte\n", "2 Wechsler")]:
+        draft = await ExtractiveReader().read(question, pages_of(tmp_path, [body]), ())
+        assert count in draft.citations[0].quote, question
+
+
 @pytest.mark.parametrize("question, measure", [
     ("According to the board's power tree, how much current can the MCU draw?", "current"),  # named after "how much"
     ("Wie viel Verlustleistung dürfen die Ausgänge zusammen erzeugen?", "power"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ...text import fold
+from ...text import STOPWORDS, fold
 
 QUANTITY = re.compile(r"""\b(
     how\s+(much|many|big|large|small|long|wide|high|tall|heavy|far|fast|thick|deep|often)
@@ -70,6 +70,20 @@ MEASURES = (
                           r"larghezza|altezza|tamano|distancia)\b"),
      re.compile(NUMBER_BEFORE + r"(mm|cm|m|mil|inch\w*)\b|\d\s?[x×]\s?\d|\d\s?(\"|″)")),
 )
+
+
+COUNT = re.compile(r"\b(how\s+many|wie\s+viele|ile|combien\s+de|quant[ie]|cu[aá]nt[oa]s|hoeveel)\s+((?:[\w/-]+\s+){0,2}[\w/-]+)")
+
+
+def counted(question: str) -> re.Pattern | None:
+    """For "how many <things>": how a count of them is printed, a number before one of the words naming
+    them, or ending a compound of one ("9 Schaltausgänge", "14 digital I/O pins", "1x 16-bit Timer"), to
+    match against folded text."""
+    found = COUNT.search(fold(question))
+    if not found:
+        return None
+    roots = [re.escape(w[:5]) for w in re.findall(r"[^\W\d_]{3,}", found.group(2)) if w not in STOPWORDS]
+    return re.compile(r"\b\d+x?\s+(\S+\s+){0,2}?\S*?(" + "|".join(roots) + ")") if roots else None  # "2 Wechsler-Kontakte"
 
 
 def asked_measure(question: str) -> tuple[str, re.Pattern] | None:

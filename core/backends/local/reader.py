@@ -28,7 +28,7 @@ from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
 from .context import subject_of, subject_runs
 from .layout import Line, frame, printed_lines, rows
-from .question_kind import asked_measure, asks_procedure, asks_quantity
+from .question_kind import asked_measure, asks_procedure, asks_quantity, counted
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
@@ -279,12 +279,13 @@ class ExtractiveReader:
 
         quantity = asks_quantity(question)
         measure = asked_measure(question)
+        count = counted(question)
 
         def lexical_score(i: int) -> float:
             words = candidates[i].words
             if quantity:  # "how much", "wie groß": a number answers it
                 value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
-                if measure and measure[1].search(candidates[i].text):
+                if measure and measure[1].search(candidates[i].text) or count and count.search(fold(candidates[i].text)):
                     value *= MEASURE_VALUE
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
