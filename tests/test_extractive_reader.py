@@ -90,6 +90,16 @@ async def test_a_count_of_the_things_asked_about_wins(tmp_path):
         assert count in draft.citations[0].quote, question
 
 
+async def test_a_keyboard_shortcut_asked_for_is_quoted_or_owned_up_to(tmp_path):
+    pages = pages_of(tmp_path, ["Editing\nDuplicate the selection from the Edit menu\n\n\nEdit menu: Duplicate Ctrl+D\n"])
+    for question in ("What is the keyboard shortcut for Duplicate in the Edit menu?",
+                     "Jaki skrót klawiszowy ma Duplicate w menu Edit?"):
+        draft = await ExtractiveReader().read(question, pages, ())
+        assert "Ctrl+D" in draft.citations[0].quote and not draft.limitations, question
+    none = await ExtractiveReader().read("Which shortcut starts recording?", pages_of(tmp_path, ["Recording\nNow you are ready to start recording.\n"]), ())
+    assert "No keyboard shortcut is stated in the passages quoted." in none.limitations
+
+
 @pytest.mark.parametrize("question, measure", [
     ("According to the board's power tree, how much current can the MCU draw?", "current"),  # named after "how much"
     ("Wie viel Verlustleistung dürfen die Ausgänge zusammen erzeugen?", "power"),

@@ -72,6 +72,16 @@ MEASURES = (
 )
 
 
+SHORTCUT = re.compile(r"\b(shortcut|hotkey|key\s+combination|keyboard|tastenk\w*|skrot\w*|klawisz\w*|raccourci\w*|"
+                      r"scorciatoi\w*|atajo\w*)")
+KEY_COMBINATION = re.compile(r"\b(ctrl|strg|shift|umschalt|alt|cmd|command|option)\s*\+\s*\w", re.I)
+
+
+def asked_shortcut(question: str) -> re.Pattern | None:
+    """For a question asking for a keyboard shortcut: how one is printed ("Ctrl+D", "Strg + I")."""
+    return KEY_COMBINATION if SHORTCUT.search(fold(question)) else None
+
+
 COUNT = re.compile(r"\b(how\s+many|wie\s+viele|ile|combien\s+de|quant[ie]|cu[aá]nt[oa]s|hoeveel)\s+((?:[\w/-]+\s+){0,2}[\w/-]+)")
 
 

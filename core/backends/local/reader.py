@@ -28,14 +28,15 @@ from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
 from .context import subject_of, subject_runs
 from .layout import Line, frame, printed_lines, rows
-from .question_kind import asked_measure, asks_procedure, asks_quantity, counted
+from .question_kind import asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
 NO_NEWS = 0.5
 FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
-MEASURE_VALUE = 1.3  # and more for a value of the measure it names ("how much current": "410mA", not "20 MHz")
+MEASURE_VALUE = 1.3  # more for the form asked for: a value of the measure named ("how much current": "410mA", not
+# "20 MHz"), a count of the things named, a key combination for a shortcut
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
 SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
@@ -280,6 +281,7 @@ class ExtractiveReader:
         quantity = asks_quantity(question)
         measure = asked_measure(question)
         count = counted(question)
+        shortcut = asked_shortcut(question)
 
         def lexical_score(i: int) -> float:
             words = candidates[i].words
@@ -289,6 +291,8 @@ class ExtractiveReader:
                     value *= MEASURE_VALUE
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
+                if shortcut and shortcut.search(candidates[i].text):
+                    value *= MEASURE_VALUE
             named = len(words) - bool(HEADING_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
             heading = 0.6 if named < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
@@ -319,6 +323,8 @@ class ExtractiveReader:
             limitations.append("No price is stated on the retrieved pages.")
         elif chosen and measure and not any(measure[1].search(p.text) for p in chosen):
             limitations.append(f"No {measure[0]} value is stated in the passages quoted.")
+        elif chosen and shortcut and not any(shortcut.search(p.text) for p in chosen):
+            limitations.append("No keyboard shortcut is stated in the passages quoted.")
         if chosen and (elsewhere := unmentioned_subject(question, pages, chosen)):
             limitations.append(elsewhere)
         lines = [LOCAL_NOTICE, ""]
