@@ -4,8 +4,9 @@ A quantity question ("how much", "wie groß", "ile", "combien") is answered by a
 a procedure question ("how do I", "wie kann ich", "jak", "comment") by the steps after the section's
 introduction. Other questions get no preference. For a quantity question that names a measure (a current,
 a temperature) asked_measure() says how a value of it is printed, so that quotes without one are owned up
-to. The phrases cover the common European languages, not only the shared corpus's: the reader must serve
-a French or Italian manual as well as a German one.
+to; counted() says how a count of the things asked about is printed, asked_shortcut() a key combination.
+The phrases cover the common European languages, not only the shared corpus's: the reader must serve a
+French or Italian manual as well as a German one.
 """
 from __future__ import annotations
 

@@ -7,11 +7,13 @@ headings above it, its table's header row), so a value that repeats none of the 
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
 A product's name counts once however many words it has (concepts), so the lines that repeat it do not
 outweigh the line holding the word asked about.
-The kind of answer asked for (question_kind.py) weighs in: a number for "how much" (a current for
-"how much current"), the steps after the introduction for "how do I". A quote that starts or stops mid-sentence is widened to the
-sentence; a quoted table row is shown after its header, and the answer within a quote (a value with
-its unit, a model code: answer_span.py) is printed in bold. When the question names a measure (a current,
-a temperature) and no quote holds a value of it, the answer says so: the pages may not state it.
+The kind of answer asked for (question_kind.py) weighs in: a number for "how much", and more so the form
+asked for (a current for "how much current", a count of the outputs for "how many outputs", a key
+combination for "which shortcut"); the steps after the introduction for "how do I". A quote that starts
+or stops mid-sentence is widened to the sentence; a quoted table row is shown after its header, and the
+answer within a quote (a value with its unit, a model code: answer_span.py) is printed in bold. When the
+question names a measure or asks for a shortcut and no quote holds one, or when the first quote comes
+from a document that never mentions the product asked about, the answer says so.
 """
 from __future__ import annotations
 
@@ -283,16 +285,18 @@ class ExtractiveReader:
         count = counted(question)
         shortcut = asked_shortcut(question)
 
+        def holds_form_asked(text: str) -> bool:
+            return bool(measure and measure[1].search(text) or count and count.search(fold(text))
+                        or shortcut and shortcut.search(text))
+
         def lexical_score(i: int) -> float:
             words = candidates[i].words
             if quantity:  # "how much", "wie groß": a number answers it
                 value = QUANTITY_VALUE if any(is_number(w.text) for w in words) else NO_QUANTITY  # not "Mk4P", "V2.0"
-                if measure and measure[1].search(candidates[i].text) or count and count.search(fold(candidates[i].text)):
-                    value *= MEASURE_VALUE
             else:
                 value = 1.25 if any(c.isdigit() for c in candidates[i].text) else 1.0  # answers carry values
-                if shortcut and shortcut.search(candidates[i].text):
-                    value *= MEASURE_VALUE
+            if holds_form_asked(candidates[i].text):
+                value *= MEASURE_VALUE
             named = len(words) - bool(HEADING_NUMBER.fullmatch(words[0].text))  # "5.2 Narzędzie powiększenia"
             heading = 0.6 if named < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
