@@ -46,6 +46,16 @@ async def test_a_whole_follow_up_question_about_another_model_stands_alone():
             == "What is the maximum from the USB connector of UNO R3?")
 
 
+async def test_a_follow_up_modifier_replaces_the_previous_one_and_keeps_the_ask():
+    assert (await resolve("And for a light bar of six white 3 V LEDs?",
+                          "What series resistor do I need for one orange LED on a 6 V supply?")
+            == "What series resistor do I need for a light bar of six white 3 V LEDs?")
+    assert (await resolve("Und bei einem Mk4S?", "Wie viele Ausgänge hat der Light Controller bei einem Mk4P?")
+            == "Wie viele Ausgänge hat der Light Controller bei einem Mk4S?")
+    # no such phrase in the previous question: left to the other rules
+    assert await resolve("And for the UNO R4?", "What is the width of the UNO R3?") == "What is the width of the UNO R4?"
+
+
 async def test_a_follow_up_noun_phrase_replaces_the_previous_one():
     # a noun phrase shaped like no name there stands in for the last noun phrase as a whole, not for the
     # first capitalised word ("Welcher das Standlicht vorne rechts ist ab Werk der Blinker hinten links?")

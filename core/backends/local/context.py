@@ -28,7 +28,7 @@ QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does",
                   "chi", "che", "cosa", "quale", "dove", "come", "quanto", "quando", "perché",
                   "quién", "qué", "cuál", "dónde", "cómo", "cuánto", "cuándo"}
 NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
-ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen"}
+ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines"}
 LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
 FUNCTION_WORDS = QUESTION_WORDS | LEADING_PREPOSITIONS | {
     "without", "in", "from", "to", "or", "and", "have", "has", "laut", "ohne", "im", "und", "oder", "hat", "haben",
@@ -172,6 +172,22 @@ def swap_phrase(previous: str, phrase: str) -> str | None:
     return _replaced(words, start, end, phrase)
 
 
+def swap_modifier(previous: str, phrase: str) -> str | None:
+    """A follow-up that is a prepositional phrase with no question word replaces the previous question's
+    phrase opened by the same preposition, up to its end: 'What resistor do I need for one orange LED at
+    6 V?' + 'for a light bar of six white LEDs' -> 'What resistor do I need for a light bar of six white
+    LEDs?'. None when the phrase is no such modifier or the previous question has no such phrase."""
+    words = phrase.split()
+    bare = [_bare(w).lower() for w in words]
+    if len(words) < 2 or bare[0] not in LEADING_PREPOSITIONS or any(w in QUESTION_WORDS - ARTICLES for w in bare):
+        return None
+    before = previous.split()
+    at = next((i for i, w in enumerate(before) if i > 0 and _bare(w).lower() == bare[0]), None)
+    if at is None:
+        return None
+    return " ".join(before[:at] + words).rstrip("?!. ") + "?"
+
+
 def opens_follow_up(question: str) -> bool:
     """Whether the question starts like a follow-up ("And …", "Und …", "A …"). Polish "i" (and) is taken
     as one only in a short question: a long one starting "I" is an English sentence ("I hooked a servo …")."""
@@ -212,6 +228,8 @@ class HeuristicResolver:
                 body = " ".join(words[1:])
             carried = carry_over(previous, body.rstrip("?!. "))
             return Resolution(carried or body[0].upper() + body[1:])
+        if history and opener and (modified := swap_modifier(previous, body.rstrip("?!. "))):
+            return Resolution(modified)  # "And for a light bar of six LEDs?" after "What resistor … for one LED?"
         if any(c.isdigit() for c in new_subject):
             return Resolution(body[0].upper() + body[1:])  # a whole question about another model
         if history and is_phrase(body) and not PRONOUN.search(body) and (
