@@ -132,6 +132,15 @@ async def test_a_product_the_quoted_document_never_mentions_is_owned_up_to(reade
     assert flow.citations[0].doc_id == "d2" and not flow.limitations
 
 
+async def test_a_value_under_other_conditions_than_asked_is_owned_up_to(reader, tmp_path):
+    pages = pages_of(tmp_path, ["Coil data\nCoil current at 24 V: 40 mA\n"])
+    other = await reader.read("How much current does the R200 coil draw at 12 V?", pages, ())
+    assert "40 mA" in other.citations[0].quote  # the nearest there is, quoted as such
+    assert "No current value for 12 V is stated in the passages quoted." in other.limitations
+    same = await reader.read("How much current does the R200 coil draw at 24 V?", pages, ())
+    assert not same.limitations
+
+
 async def test_a_quote_that_stops_mid_sentence_runs_on_to_its_end(reader, tmp_path):
     pages = pages_of(tmp_path, [
         "Status LED\n"

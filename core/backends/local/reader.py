@@ -230,6 +230,15 @@ def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequ
     return f"The first passage quoted is from {first.title}, which does not mention “{subject}”."
 
 
+VALUE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(?:[mkµu]?[AVW]|°C|[kM]?Hz|mm)\b")
+
+
+def stated_values(text: str) -> set[str]:
+    """The values with a unit a text states ("3.3 V", "20mA"), as numbers with a dot: the conditions a
+    question sets ("from the 3.3 V pin") that a quote giving its measure must share."""
+    return {v.replace(",", ".") for v in VALUE.findall(text)}
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -325,8 +334,12 @@ class ExtractiveReader:
             limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
-        elif chosen and measure and not any(measure[1].search(p.text) for p in chosen):
-            limitations.append(f"No {measure[0]} value is stated in the passages quoted.")
+        elif chosen and measure and not any(measure[1].search(p.text) and stated_values(question) <= stated_values(p.text)
+                                            for p in chosen):
+            # a value of the measure, but not under the question's conditions ("from the 3.3 V pin"), is none
+            under = [m.group(0) for m in VALUE.finditer(question)] if any(measure[1].search(p.text) for p in chosen) else []
+            limitations.append(f"No {measure[0]} value {'for ' + ', '.join(under) + ' ' if under else ''}"
+                               "is stated in the passages quoted.")
         elif chosen and shortcut and not any(shortcut.search(p.text) for p in chosen):
             limitations.append("No keyboard shortcut is stated in the passages quoted.")
         if chosen and (elsewhere := unmentioned_subject(question, pages, chosen)):
