@@ -239,6 +239,17 @@ def stated_values(text: str) -> set[str]:
     return {v.replace(",", ".") for v in VALUE.findall(text)}
 
 
+def unstated_measure(question: str, measure: tuple[str, re.Pattern], chosen: Sequence[Passage]) -> str:
+    """The limitation when no quote gives a value of the measure asked for under the conditions the question
+    states: "261mA" on the +5V row is no answer to "the current from the 3.3 V pin"."""
+    conditions = stated_values(question)
+    giving = [p for p in chosen if measure[1].search(p.text)]
+    if any(conditions <= stated_values(p.text) for p in giving):
+        return ""
+    under = f"for {', '.join(m.group(0) for m in VALUE.finditer(question))} " if giving else ""
+    return f"No {measure[0]} value {under}is stated in the passages quoted."
+
+
 def topic_of(question: str) -> str:
     q = fold(question)
     for topic, keys in TOPIC_CUES:
@@ -334,12 +345,8 @@ class ExtractiveReader:
             limitations.append("No passage on the retrieved pages matches the question.")
         if PRICE_WORDS.search(question) and not any(CURRENCY.search(p.text) for p in chosen):
             limitations.append("No price is stated on the retrieved pages.")
-        elif chosen and measure and not any(measure[1].search(p.text) and stated_values(question) <= stated_values(p.text)
-                                            for p in chosen):
-            # a value of the measure, but not under the question's conditions ("from the 3.3 V pin"), is none
-            under = [m.group(0) for m in VALUE.finditer(question)] if any(measure[1].search(p.text) for p in chosen) else []
-            limitations.append(f"No {measure[0]} value {'for ' + ', '.join(under) + ' ' if under else ''}"
-                               "is stated in the passages quoted.")
+        elif chosen and measure and (missing := unstated_measure(question, measure, chosen)):
+            limitations.append(missing)
         elif chosen and shortcut and not any(shortcut.search(p.text) for p in chosen):
             limitations.append("No keyboard shortcut is stated in the passages quoted.")
         if chosen and (elsewhere := unmentioned_subject(question, pages, chosen)):
