@@ -215,7 +215,7 @@ def inflected(terms: set[str], query: set[str]) -> set[str]:
 def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequence[Passage]) -> str:
     """When the question names a product that the first quote's document never mentions, though another
     retrieved one does (the "operating temperature of the light controller" quoted from a board's
-    datasheet): saying so. A document mentions it in its title or on a page read."""
+    datasheet): saying so, and which document does. A document mentions it in its title or on a page read."""
     subject = subject_of(question)
     wanted = {stem(t) for t in content_tokens(subject)}
     if not wanted:
@@ -225,9 +225,10 @@ def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequ
         said.setdefault(rp.hit.doc_id, {stem(t) for t in content_tokens(rp.hit.title)})
         said[rp.hit.doc_id] |= {stem(t) for w in rp.page.words for t in content_tokens(w.text)}
     first = chosen[0].page.hit
-    if wanted <= said[first.doc_id] or not any(wanted <= terms for terms in said.values()):
+    mentioning = next((rp.hit.title for rp in pages if wanted <= said[rp.hit.doc_id]), None)
+    if wanted <= said[first.doc_id] or mentioning is None:
         return ""
-    return f"The first passage quoted is from {first.title}, which does not mention “{subject}”."
+    return f"The first passage quoted is from {first.title}, which does not mention “{subject}”; {mentioning} does."
 
 
 VALUE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(?:[mkµu]?[AVW]|°C|[kM]?Hz|mm)\b")
