@@ -10,7 +10,6 @@ from typing import Callable, Sequence
 
 from . import citations as cites
 from . import deadline
-from . import page_match
 from .config import Settings
 from .errors import BadInput
 from .jev import PageSelector
@@ -86,6 +85,8 @@ class Answerer:
         qvec = await backend.embed_query(query_text, images)
         lap("embed_query")
         pool = self.jev.pool(self.settings.top_k)
+        if images:
+            from . import page_match  # OpenCV: loaded by the first screenshot question, not at start-up
         hits = await search.rank(query_text, qvec, max(pool, page_match.CANDIDATES) if images else pool,
                                  backend.lexical, answered=self.settings.top_k)
         candidates = None  # the pages read, once they are

@@ -25,9 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import load_settings  # noqa: E402
 from core.service import Service  # noqa: E402
 from eval.metrics import answer_lead, containment, states_fact  # noqa: E402
+from core.backends.local import LocalBackend  # noqa: E402
 from eval.questions import load_questions  # noqa: E402
-
-ABSENT = "None of the documents here contain"  # the search's limitation (answering.py), not the reader's
 
 
 async def rerun(service: Service, report: dict, questions: dict, k: int, show: bool) -> dict:
@@ -49,7 +48,7 @@ async def rerun(service: Service, report: dict, questions: dict, k: int, show: b
         draft = await backend.reader.read(text, pages, ())
         seconds.append(time.perf_counter() - t0)
         # the reader's limitations, and the search's (words no visible page holds), which it does not change
-        states = bool(draft.limitations) or any(t.startswith(ABSENT) for t in res.get("limitations", ()))
+        states = bool(draft.limitations) or any(t.startswith(LocalBackend.ABSENT_NOTE) for t in res.get("limitations", ()))
         if q.negative:
             flagged.append(states)
             continue

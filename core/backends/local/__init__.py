@@ -50,10 +50,11 @@ class LocalBackend(Backend):
         return await read_with(self.reader, query_text, pages, images, "", on_text)
 
     lexical = True
+    ABSENT_NOTE = "None of the documents here contain "
 
     def limitations(self, absent_words: Sequence[str]) -> tuple[str, ...]:
         # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
         if absent := absent_words:
-            return ("None of the documents here contain " + ", ".join(f"“{w}”" for w in absent)
+            return (self.ABSENT_NOTE + ", ".join(f"“{w}”" for w in absent)
                     + ": they may not state this, or may word it differently.",)
         return ()

@@ -94,10 +94,15 @@ def name_shaped(shaped: str) -> bool:
     return "9" in shaped or "A" in shaped[1:]
 
 
+def asks(words: list[str]) -> bool:
+    """Whether bare, lowercased words hold a question word (an article is none)."""
+    return any(w in QUESTION_WORDS - ARTICLES for w in words)
+
+
 def is_phrase(text: str) -> bool:
     """A short noun phrase with no question word: 'the main ATmega328P', 'der Pre-Processor'."""
     words = [_bare(w).lower() for w in text.split() if _bare(w)]
-    return 0 < len(words) <= MAX_PHRASE_WORDS and not any(w in QUESTION_WORDS - ARTICLES for w in words)
+    return 0 < len(words) <= MAX_PHRASE_WORDS and not asks(words)
 
 
 def carry_over(previous: str, phrase: str) -> str | None:
@@ -177,15 +182,12 @@ def swap_modifier(previous: str, phrase: str) -> str | None:
     phrase opened by the same preposition, up to its end: 'What resistor do I need for one orange LED at
     6 V?' + 'for a light bar of six white LEDs' -> 'What resistor do I need for a light bar of six white
     LEDs?'. None when the phrase is no such modifier or the previous question has no such phrase."""
-    words = phrase.split()
-    bare = [_bare(w).lower() for w in words]
-    if len(words) < 2 or bare[0] not in LEADING_PREPOSITIONS or any(w in QUESTION_WORDS - ARTICLES for w in bare):
+    bare = [_bare(w).lower() for w in phrase.split()]
+    if len(bare) < 2 or bare[0] not in LEADING_PREPOSITIONS or asks(bare):
         return None
-    before = previous.split()
-    at = next((i for i, w in enumerate(before) if i > 0 and _bare(w).lower() == bare[0]), None)
-    if at is None:
-        return None
-    return " ".join(before[:at] + words).rstrip("?!. ") + "?"
+    words = previous.split()
+    at = next((i for i, w in enumerate(words) if i > 0 and _bare(w).lower() == bare[0]), None)
+    return _replaced(words, at, len(words), phrase) if at is not None else None
 
 
 def opens_follow_up(question: str) -> bool:

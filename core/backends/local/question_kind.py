@@ -73,6 +73,15 @@ MEASURES = (
 )
 
 
+VALUE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(?:[mkµu]?[AVW]|°C|[kM]?Hz|mm)\b")
+
+
+def stated_values(text: str) -> set[str]:
+    """The values with a unit a text states ("3.3 V", "20mA"), as numbers with a dot: the conditions a
+    question sets ("from the 3.3 V pin") that a quote giving its measure must share."""
+    return {v.replace(",", ".") for v in VALUE.findall(text)}
+
+
 SHORTCUT = re.compile(r"\b(shortcut|hotkey|key\s+combination|keyboard|tastenk\w*|skrot\w*|klawisz\w*|raccourci\w*|"
                       r"scorciatoi\w*|atajo\w*)")
 KEY_COMBINATION = re.compile(r"\b(ctrl|strg|shift|umschalt|alt|cmd|command|option)\s*\+\s*\w", re.I)

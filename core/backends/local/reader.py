@@ -30,7 +30,7 @@ from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
 from .context import subject_of, subject_runs
 from .layout import Line, frame, printed_lines, rows
-from .question_kind import asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted
+from .question_kind import VALUE, asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted, stated_values
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
@@ -223,21 +223,12 @@ def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequ
     said: dict[str, set[str]] = {}
     for rp in pages:
         said.setdefault(rp.hit.doc_id, {stem(t) for t in content_tokens(rp.hit.title)})
-        said[rp.hit.doc_id] |= {stem(t) for w in rp.page.words for t in content_tokens(w.text)}
+        said[rp.hit.doc_id] |= {stem(t) for t in content_tokens(rp.page.text)}
     first = chosen[0].page.hit
     mentioning = next((rp.hit.title for rp in pages if wanted <= said[rp.hit.doc_id]), None)
     if wanted <= said[first.doc_id] or mentioning is None:
         return ""
     return f"The first passage quoted is from {first.title}, which does not mention “{subject}”; {mentioning} does."
-
-
-VALUE = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)\s?(?:[mkµu]?[AVW]|°C|[kM]?Hz|mm)\b")
-
-
-def stated_values(text: str) -> set[str]:
-    """The values with a unit a text states ("3.3 V", "20mA"), as numbers with a dot: the conditions a
-    question sets ("from the 3.3 V pin") that a quote giving its measure must share."""
-    return {v.replace(",", ".") for v in VALUE.findall(text)}
 
 
 def unstated_measure(question: str, measure: tuple[str, re.Pattern], chosen: Sequence[Passage]) -> str:
