@@ -116,3 +116,24 @@ def markdown_report(report: dict) -> str:
                     "the text-only baseline cannot see the image, so it gets the question text alone.")
     out = "\n".join(lines) + "".join(tail)
     return out + ("\n" + jev_markdown(report["jev"]) if report.get("jev") else "")
+
+
+def sets_markdown(reports: dict[str, dict]) -> str:
+    """The question sets side by side, one row each (their `--json` reports): retrieval against the text-only
+    baseline, the reader's key fact and containment, negatives with a limitation, and the worst screenshot
+    variant's page@1."""
+    k = next(iter(reports.values()))["k"]
+    head = ["set", "n", "evidence_first", f"evidence_within_{k}", f"text-only ef / w{k}", "containment",
+            "key fact in lead", "key fact anywhere", "negatives with a limitation", "screenshots page@1 (worst variant)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, report in reports.items():
+        groups, neg = report["summary"]["groups"], report["summary"]["negatives"]
+        row, base = groups["overall"], groups["overall"].get("baseline") or {}
+        variants = [g["evidence_first"] for g_name, g in groups.items() if g_name.startswith("image:") and g.get("n")]
+        stated = round(neg["limitation_rate"] * neg["n"]) if neg.get("n") and "limitation_rate" in neg else None
+        lines.append("| " + " | ".join([
+            name, str(row["n"]), _f(row["evidence_first"]), _f(row["evidence_within_k"]),
+            f"{_f(base.get('evidence_first'))} / {_f(base.get('evidence_within_k'))}", _f(row.get("containment")),
+            _f(row.get("key_fact_lead")), _f(row.get("key_fact_any")),
+            "–" if stated is None else f"{stated}/{neg['n']}", _f(min(variants)) if variants else "–"]) + " |")
+    return "\n".join(lines)

@@ -13,7 +13,8 @@ from bot.cli import main
 from eval.metrics import (MISS, Result, answer_lead, citation_precision, containment, states_fact, key_tokens, mean_scores, normalize_answer,
                           score_ranking)
 from eval.questions import load_questions
-from eval.report import summarize
+from eval.report import sets_markdown, summarize
+from eval.results import BENCHMARKS, BY_HAND, kept_parts
 from eval.screenshots import image_variant, render_crop
 from tests.conftest import text_pdf
 
@@ -234,6 +235,11 @@ def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
     assert groups["overall"]["n"] == 6 and groups["overall"]["errors"] == 1
     assert {"kind:table", "kind:image", "lang:en", "lang:de", "image:crop", "image:half"} <= set(groups)
     assert report["summary"]["negatives"]["limitation_rate"] == 1.0
+    # RESULTS.md's side-by-side row of this set: the overall figures, the negatives counted, the worst variant
+    row = sets_markdown({"tiny": report}).splitlines()[2].split(" | ")
+    overall = groups["overall"]
+    assert row[1:4] == ["6", f"{overall['evidence_first']:.3f}", f"{overall['evidence_within_k']:.3f}"]
+    assert row[8] == "1/1" and row[9].rstrip(" |") == f"{min(groups[v]['evidence_first'] for v in ('image:crop', 'image:half')):.3f}"
 
     # a second run reuses the index instead of rebuilding it
     assert main(args) == 0
@@ -276,3 +282,11 @@ def test_the_held_out_question_sets_point_at_real_pages(name, count):
         for name, page in pages:
             with pymupdf.open(corpus_pdf(name)) as doc:
                 assert 1 <= page <= doc.page_count, (q.id, name, page)
+
+
+def test_results_md_keeps_the_benchmarks_and_the_hand_written_part():
+    # make results rewrites the generated sections; --evaluations-only keeps the benchmarks as they were, and
+    # what was written by hand below its marker survives either way
+    text = f"# pixelrag results\n\n## dev\n\n| old |\n\n{BENCHMARKS}\n\n## Indexing\n\n| 3.6 |\n\n{BY_HAND}\n\n## Tried\n\nnotes\n"
+    assert kept_parts(text) == ("## Indexing\n\n| 3.6 |", "## Tried\n\nnotes")
+    assert kept_parts("# pixelrag results\n\n## dev\n") == ("", "")
