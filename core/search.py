@@ -5,8 +5,10 @@ cosines are squeezed into a narrow band, so ranks alone turn tiny dense differen
 ones and break ties by page order. Dense scores are standardized over the visible pages (how far a
 page stands out from the collection) and BM25 scores are divided by the best page's, so a page that
 both signals single out wins, and a clear lexical match survives a middling dense score. How much
-each signal counts depends on the query's lexical coverage (see dense_weight). The fused top k then has
-the page between two of its pages of one document put in (fill_gaps): the middle page of a procedure.
+each signal counts depends on the query's lexical coverage (see dense_weight). In BM25 a name of several
+words ("SKR Mini E3 V2.0") counts as one term (term_weights), so pages that repeat it do not outrank the page
+holding the word asked about. The fused top k then has the page between two of its pages of one document
+put in (fill_gaps): the middle page of a procedure.
 """
 from __future__ import annotations
 
@@ -20,19 +22,24 @@ from typing import Callable
 import numpy as np
 
 from .abbreviations import abbreviation_spans
+from .names import subject_runs
 from .text import content_tokens, stem, tokens
 
 K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
 
 
 class LexicalIndex:
-    """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems.
+    """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems; a name of several words in the query
+    counts as one term (term_weights) unless `names_once` is off (the plain BM25 of the text-only baseline).
 
     Postings are stored compressed-row style (every term's pages and term frequencies in two flat
     arrays, sliced by offsets), so that an index is saved with its snapshot and opened by reading
     arrays instead of tokenizing every page again."""
 
-    def __init__(self, texts: list[str], k1: float = K1, b: float = B):
+    names_once = True  # an index opened from disk (load) is the search's own
+
+    def __init__(self, texts: list[str], k1: float = K1, b: float = B, names_once: bool = True):
+        self.names_once = names_once
         lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
@@ -118,11 +125,12 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
-        for term in query_terms(query):
+        weights = term_weights(query, self.idf) if self.names_once else {t: self.idf(t) for t in query_terms(query)}
+        for term, weight in weights.items():
             if (found := self.postings(term)) is None:
                 continue
             pages, tf = found
-            out[pages] += bm25_term(self.idf(term), tf, self.lengths[pages], self.avg, self.k1, self.b)
+            out[pages] += bm25_term(weight, tf, self.lengths[pages], self.avg, self.k1, self.b)
         return out
 
 
@@ -144,6 +152,27 @@ def query_terms(query: str) -> set[str]:
 
 def idf(n_pages: int, df: int) -> float:
     return math.log(1 + (n_pages - df + 0.5) / (df + 0.5))
+
+
+LONGEST_NAME = 5  # words ("BTT SKR Mini E3 V2.0"); a longer run is a screenshot's labels, not one name
+
+
+def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]:
+    """Each query term's BM25 weight: its idf, except that the terms of a name of several words ("SKR Mini
+    E3 V2.0": skr, mini, e3, v2, 2.0) share the weight of the rarest of them. Else a drawing or a running
+    header that prints the name over and over outranks the page holding the one word asked about ("baud").
+    Names are told by their shape (names.subject_runs), in any language; one word's parts ("LPC81x-ISP")
+    keep their weights, for together they single out the page that prints it, and so do the words of a
+    screenshot's labels ("USB-to-Serial Light Controller GND VCC TX ST/Rx …"), a run too long to be a name."""
+    terms = query_terms(query)
+    weights = {t: idf_of(t) for t in terms}
+    words = query.split()
+    for start, end in [] if query.isupper() else subject_runs(query):  # in capitals every word looks like a name
+        name = {stem(t) for word in words[start:end] for t in content_tokens(word)} & terms
+        if 1 < end - start <= LONGEST_NAME and name:
+            share = max(weights[t] for t in name) / (sum(weights[t] for t in name) or 1.0)
+            weights.update({t: weights[t] * share for t in name})
+    return weights
 
 
 def presence_probe(word: str) -> tuple[bool, str]:

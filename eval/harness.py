@@ -39,7 +39,7 @@ class TextLayerBaseline:
                 for i, page in enumerate(doc):
                     self.pages.append((path.name, i + 1))
                     texts.append(f"{path.stem}\n{page.get_text()}")
-        self.index = LexicalIndex(texts)
+        self.index = LexicalIndex(texts, names_once=False)  # plain BM25, as a text RAG has it
 
     def rank(self, query: str, k: int = 10) -> list[PageRef]:
         scores = self.index.scores(query)

@@ -1,7 +1,8 @@
 """The local follow-up resolver: a follow-up gets the thread's subject, joined in the question's language."""
 from __future__ import annotations
 
-from core.backends.local.context import HeuristicResolver, subject_runs
+from core.backends.local.context import HeuristicResolver
+from core.names import subject_runs
 from core.records import Exchange
 
 

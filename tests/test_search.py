@@ -1,7 +1,10 @@
-"""Neighbouring-page evidence (search.fill_gaps): the page between two ranked pages of one document."""
+"""Neighbouring-page evidence (search.fill_gaps): the page between two ranked pages of one document; and a
+name of several words counting once in BM25 (search.term_weights)."""
 from __future__ import annotations
 
-from core.search import fill_gaps, gap_pages
+import pytest
+
+from core.search import LexicalIndex, fill_gaps, gap_pages, term_weights
 
 
 def test_the_middle_page_of_a_run_takes_the_lowest_unrelated_rank():
@@ -49,3 +52,19 @@ def test_a_longer_candidate_list_starts_with_the_pages_a_shorter_one_holds():
     assert four == [("a", 3, 0.9), ("a", 5, 0.8), ("b", 1, 0.7), ("a", 4, 0.6)]
     assert eight[:4] == four and len(eight) == 8
     assert eight[4:] == [("c", 2, 0.6), ("c", 9, 0.5), ("d", 1, 0.3), ("d", 3, 0.2)]  # the displaced page first
+
+
+def test_a_name_of_several_words_counts_once_in_bm25():
+    # A wiring drawing prints the board's name again and again; the spec page says what was asked, once.
+    drawing = "Widget Pro X2 pin map. Widget Pro X2 TX RX. Widget Pro X2 GND 5V. Widget Pro X2 SD card."
+    spec = "Specification: serial communication baud rate 115200, 32-bit processor."
+    pages = [drawing, spec] + [f"Widget Pro X2 page {i}: mounting and cooling." for i in range(3)] \
+        + [f"Another product's page {i}." for i in range(8)]
+    question = "What baud rate does the Widget Pro X2 use?"
+    assert LexicalIndex(pages).scores(question).argmax() == 1
+    # plain BM25 (the text-only baseline) lets the repeated name win
+    assert LexicalIndex(pages, names_once=False).scores(question).argmax() == 0
+    # the name's terms share its rarest term's weight; other words, and one word's parts, keep theirs
+    weights = term_weights(question + " LPC81x-ISP", lambda term: 2.0)
+    assert sum(weights[t] for t in ("widget", "pro", "x2")) == pytest.approx(2.0)
+    assert weights["baud"] == weights["lpc81x"] == weights["isp"] == 2.0

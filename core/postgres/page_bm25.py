@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..search import bm25_term, idf, query_terms
+from ..search import bm25_term, idf, query_terms, term_weights
 
 
 MAYBE_LIMIT = 2000  # pages to look the unread terms up on, at most, before reading one more instead
@@ -27,14 +27,15 @@ POSTINGS = ("SELECT term, page_id, tf, lexical_length FROM pixelrag_terms "
 class QueryBm25:
     """One query's terms, their idf and bounds (read once), and its BM25 over the visible pages."""
 
-    def __init__(self, conn, scopes: list[str], terms: list[str], stats: dict, n_pages: int, avg_length: float,
+    def __init__(self, conn, scopes: list[str], text: str, stats: dict, n_pages: int, avg_length: float,
                  visible_share: float):
-        self.conn, self.scopes, self.terms = conn, scopes, terms
+        self.conn, self.scopes = conn, scopes
         self.avg = max(avg_length, 1e-6)
         self.visible_share = visible_share
-        self.weights = {t: idf(n_pages, stats[t][0] if t in stats else 0) for t in terms}
-        self.total = sum(self.weights.values())
-        self.df = {t: stats[t][0] for t in terms if t in stats and stats[t][0] > 0}
+        self.idf = {t: idf(n_pages, stats[t][0] if t in stats else 0) for t in query_terms(text)}  # coverage's
+        self.weights = term_weights(text, self.idf.__getitem__)  # BM25's: a name of several words counts once
+        self.total = sum(self.idf.values())
+        self.df = {t: stats[t][0] for t in self.idf if t in stats and stats[t][0] > 0}
         self.bound = {t: self.part(t, stats[t][1], stats[t][2]) for t in self.df}
 
     @classmethod
@@ -44,7 +45,7 @@ class QueryBm25:
         rows = await (await conn.execute(
             "SELECT term, pages, max_tf, min_length FROM pixelrag_term_pages WHERE term = ANY(%s)",
             (terms,))).fetchall() if terms else []
-        return cls(conn, scopes, terms, {r[0]: r[1:] for r in rows}, n_pages, avg_length, visible_share)
+        return cls(conn, scopes, text, {r[0]: r[1:] for r in rows}, n_pages, avg_length, visible_share)
 
     def part(self, term: str, tf: float, length: float) -> float:
         return bm25_term(self.weights[term], tf, length, self.avg)
@@ -85,11 +86,11 @@ class QueryBm25:
             done = read
             rest = order[read:]
             scores = {p: sum(parts.values()) for p, parts in essential.items()}
-            covers = {p: sum(self.weights[t] for t in parts) for p, parts in essential.items()}
+            covers = {p: sum(self.idf[t] for t in parts) for p, parts in essential.items()}
             rest_bound = rest_cover = 0.0
             if rest:
                 rest_bound = sum(self.bound[t] for t in rest)
-                rest_cover = sum(self.weights[t] for t in rest)
+                rest_cover = sum(self.idf[t] for t in rest)
                 # Pages that might still be among the top, or the best-covered, once the rest is added.
                 floor = sorted(scores.values(), reverse=True)[count - 1] if len(scores) >= count else float("-inf")
                 best_cover = max(covers.values(), default=0.0)
@@ -99,7 +100,7 @@ class QueryBm25:
                     continue
                 for page, parts in (await self._read(POSTINGS + " AND page_id = ANY(%s)", rest, maybe)).items():
                     scores[page] += sum(parts.values())
-                    covers[page] += sum(self.weights[t] for t in parts)
+                    covers[page] += sum(self.idf[t] for t in parts)
                 scores = {p: scores[p] for p in maybe}
             # A page without a term read scores at most rest_bound and covers at most rest_cover.
             ranked = sorted(scores, key=lambda p: (-scores[p], p))[:count]

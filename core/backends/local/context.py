@@ -9,6 +9,7 @@ import re
 from difflib import SequenceMatcher
 from typing import Sequence
 
+from ...names import QUESTION_WORDS, subject_runs, bare as _bare
 from ...records import Exchange, Resolution, trim_history
 
 FOLLOW_UP_START = re.compile(  # Polish "i" (and), but not English "I'm", "I've"
@@ -19,15 +20,6 @@ PRONOUN = re.compile(
     r"ten|tego|tej)\b",
     re.I,
 )
-QUESTION_WORDS = {"what", "which", "who", "how", "where", "when", "why", "does", "do", "is", "are", "can",
-                  "was", "wie", "wo", "welche", "welcher", "welches", "wann", "warum", "ist", "sind", "kann",
-                  "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "czy", "ile", "co", "the", "a", "an", "and",
-                  # who / what / which in the other common European languages: a phrase has none of them
-                  "who", "whom", "wer", "wen", "wem", "was", "kto", "kogo", "komu", "który", "która", "które",
-                  "qui", "que", "quoi", "quel", "quelle", "où", "comment", "combien", "quand", "pourquoi",
-                  "chi", "che", "cosa", "quale", "dove", "come", "quanto", "quando", "perché",
-                  "quién", "qué", "cuál", "dónde", "cómo", "cuánto", "cuándo"}
-NAME_TOKEN = re.compile(r"^(?=.*[A-Z0-9])[\w.\-/+®™]+$")
 ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines"}
 LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
 FUNCTION_WORDS = QUESTION_WORDS | LEADING_PREPOSITIONS | {
@@ -41,31 +33,6 @@ CONNECTORS = (
     ("von", {"der", "die", "das", "ist", "sind", "wie", "welche", "welcher", "welches", "und", "groß", "hoch", "breit"}),
     ("dla", {"jaki", "jaka", "jakie", "jest", "są", "ile", "czy", "jak", "gdzie", "który", "która", "które"}),
 )
-
-
-def _bare(word: str) -> str:
-    return word.strip("?,.;:!()\"'“”")
-
-
-def subject_runs(question: str) -> list[tuple[int, int]]:
-    """Word spans [start, end) of runs of name-like words (capitals or digits)."""
-    runs: list[tuple[int, int]] = []
-    start = None
-    words = question.split()
-    for i, raw in enumerate(words + [""]):
-        word = _bare(raw)
-        if word and NAME_TOKEN.match(word) and word.lower() not in QUESTION_WORDS:
-            start = i if start is None else start
-        else:
-            if start is not None:
-                runs.append((start, i))
-            start = None
-    # A sentence's first word has its capital from its place ("Auf welche Kanäle …", "Ich hab …"), unless
-    # more of a name follows it, it is shaped like one ("UNO", "R3", "iPhone"), set apart ("Audacity: …")
-    # or alone (a follow-up's "Trim").
-    if runs and runs[0] == (0, 1) and len(words) > 1 and words[0].istitle() and words[0].isalpha():
-        runs.pop(0)
-    return runs
 
 
 def subject_span(question: str) -> tuple[int, int] | None:
