@@ -154,22 +154,21 @@ def idf(n_pages: int, df: int) -> float:
     return math.log(1 + (n_pages - df + 0.5) / (df + 0.5))
 
 
-LONGEST_NAME = 5  # words ("BTT SKR Mini E3 V2.0"); a longer run is a screenshot's labels, not one name
-
-
 def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]:
     """Each query term's BM25 weight: its idf, except that the terms of a name of several words ("SKR Mini
     E3 V2.0": skr, mini, e3, v2, 2.0) share the weight of the rarest of them. Else a drawing or a running
     header that prints the name over and over outranks the page holding the one word asked about ("baud").
-    Names are told by their shape (names.subject_runs), in any language; one word's parts ("LPC81x-ISP")
-    keep their weights, for together they single out the page that prints it, and so do the words of a
-    screenshot's labels ("USB-to-Serial Light Controller GND VCC TX ST/Rx …"), a run too long to be a name."""
+    Names are told by their shape (names.subject_runs), in any language, in the question: its first line.
+    The lines after it are a screenshot's text (LocalBackend.query_text), whose capitalized words are labels
+    that together single out the page it shows, as one word's parts ("LPC81x-ISP") do; they keep their
+    weights, and so does a question typed in capitals, in which every word looks like a name."""
     terms = query_terms(query)
     weights = {t: idf_of(t) for t in terms}
-    words = query.split()
-    for start, end in [] if query.isupper() else subject_runs(query):  # in capitals every word looks like a name
+    question = query.split("\n", 1)[0]
+    words = question.split()
+    for start, end in [] if question.isupper() else subject_runs(question):
         name = {stem(t) for word in words[start:end] for t in content_tokens(word)} & terms
-        if 1 < end - start <= LONGEST_NAME and name:
+        if end - start > 1 and name:
             share = max(weights[t] for t in name) / (sum(weights[t] for t in name) or 1.0)
             weights.update({t: weights[t] * share for t in name})
     return weights
