@@ -68,3 +68,6 @@ def test_a_name_of_several_words_counts_once_in_bm25():
     weights = term_weights(question + " LPC81x-ISP", lambda term: 2.0)
     assert sum(weights[t] for t in ("widget", "pro", "x2")) == pytest.approx(2.0)
     assert weights["baud"] == weights["lpc81x"] == weights["isp"] == 2.0
+    # a screenshot's text, on the lines after the question, is labels: they keep their weights
+    weights = term_weights("Where does this go?\nWidget Pro X2 GND TX", lambda term: 2.0)
+    assert weights["widget"] == weights["pro"] == weights["x2"] == 2.0
