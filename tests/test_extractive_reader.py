@@ -284,11 +284,3 @@ async def test_a_numbered_heading_is_a_bare_heading_too(reader, tmp_path):
     ])
     draft = await reader.read("What is the zoom tool for?", pages, ())
     assert "enlarge" in draft.citations[0].quote
-
-
-async def test_a_field_name_is_found_in_the_pages_language(reader):
-    # An English question about a German table: "supply" shares no letters with "Versorgungsspannung".
-    items = [(50, 60, "Zentro X2 Abmessungen 62 × 27.5 × 9.5mm", 10), (50, 80, "Zentro X2 Gewicht 12g", 10),
-             (50, 100, "Zentro X2 Versorgungsspannung 4V .. 10V", 10), (50, 120, "Zentro X2 Ausgänge 16 × 20mA", 10)]
-    draft = await reader.read("Which supply does the Zentro X2 need?", drawn_page(items), ())
-    assert "4V .. 10V" in draft.citations[0].quote

@@ -6,8 +6,7 @@ voltage" brings its "5V" along. A passage is matched together with its frame (la
 headings above it, its table's header row), so a value that repeats none of the question's words
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
 A product's name counts once however many words it has (concepts), so the lines that repeat it do not
-outweigh the line holding the word asked about. The other languages' names of the field names a question
-uses count too, at half weight (field_names.py: "supply voltage" finds "Versorgungsspannung 4V .. 10V").
+outweigh the line holding the word asked about.
 The kind of answer asked for (question_kind.py) weighs in: a number for "how much", and more so the form
 asked for (a current for "how much current", a count of the outputs for "how many outputs", a key
 combination for "which shortcut"); the steps after the introduction for "how do I". A quote that starts
@@ -26,7 +25,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...field_names import translated_terms
 from ...names import subject_runs
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
@@ -40,7 +38,6 @@ FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts
 NO_NEWS = 0.5
 FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
-TRANSLATED = 0.5  # of its weight: another language's name of a field the question names (field_names.py)
 MEASURE_VALUE = 1.3  # more for the form asked for: a value of the measure named ("how much current": "410mA", not
 # "20 MHz"), a count of the things named, a key combination for a shortcut
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
@@ -273,9 +270,7 @@ class ExtractiveReader:
         candidates = [Passage(rp, rank, words, len(run), run[0].frame, run[0].header,
                               tuple(ln.framed_text for ln in run))
                       for rank, (rp, page) in enumerate(zip(pages, printed)) for words, run in windows(page)]
-        # the question's terms, and every language's names of the field names it uses ("voltage": "spannung", …)
-        asked = {stem(t) for t in content_tokens(question)}
-        query = asked | translated_terms(question)
+        query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
             return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
                          limitations=("No readable text was found on the retrieved pages.",), topic=topic_of(question))
@@ -292,10 +287,7 @@ class ExtractiveReader:
         for group in concepts(question, query):
             share = max(weight[t] for t in group) / (sum(weight[t] for t in group) or 1.0)
             weight.update({t: weight[t] * share for t in group})
-        # Another language's name is likelier the field asked about, not surely; it can stand in for the
-        # question's own word, so coverage is a share of the question's terms alone.
-        weight.update({t: weight[t] * TRANSLATED for t in query - asked})
-        total = sum(weight[t] for t in asked) or 1.0
+        total = sum(weight.values()) or 1.0
 
         def coverage(i: int) -> float:
             own = query & stems[i]
@@ -322,7 +314,7 @@ class ExtractiveReader:
             heading = 0.6 if named < 3 else 1.0  # a bare heading names a topic, it answers nothing
             prior = 1.0 + 0.15 * candidates[i].rank
             brevity = 0.9 ** (candidates[i].lines - 1)  # a longer quote must cover more to win
-            news = 1.0 if stems[i] - asked else NO_NEWS  # a line that only repeats the question tells nothing
+            news = 1.0 if stems[i] - query else NO_NEWS  # a line that only repeats the question tells nothing
             return coverage(i) * value * heading * brevity * news / prior  # earlier pages likelier hold the answer
 
         final = {i: lexical_score(i) for i in range(len(candidates))}
