@@ -40,3 +40,9 @@ def subject_runs(question: str) -> list[tuple[int, int]]:
     if runs and runs[0] == (0, 1) and len(words) > 1 and words[0].istitle() and words[0].isalpha():
         runs.pop(0)
     return runs
+
+
+def name_runs(question: str) -> list[tuple[int, int]]:
+    """The runs of two or more name-shaped words: the names that the search and the reader count once. In a
+    question typed in capitals every word looks like a name, so it has none."""
+    return [] if question.isupper() else [(a, b) for a, b in subject_runs(question) if b - a > 1]

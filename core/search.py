@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from .abbreviations import abbreviation_spans
-from .names import subject_runs
+from .names import name_runs
 from .text import content_tokens, stem, tokens
 
 K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
@@ -158,7 +158,7 @@ def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]
     """Each query term's BM25 weight: its idf, except that the terms of a name of several words ("SKR Mini
     E3 V2.0": skr, mini, e3, v2, 2.0) share the weight of the rarest of them. Else a drawing or a running
     header that prints the name over and over outranks the page holding the one word asked about ("baud").
-    Names are told by their shape (names.subject_runs), in any language, in the question: its first line.
+    Names are told by their shape (names.name_runs), in any language, in the question: its first line.
     The lines after it are a screenshot's text (LocalBackend.query_text), whose capitalized words are labels
     that together single out the page it shows, as one word's parts ("LPC81x-ISP") do; they keep their
     weights, and so does a question typed in capitals, in which every word looks like a name."""
@@ -166,9 +166,9 @@ def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]
     weights = {t: idf_of(t) for t in terms}
     question = query.split("\n", 1)[0]
     words = question.split()
-    for start, end in [] if question.isupper() else subject_runs(question):
+    for start, end in name_runs(question):
         name = {stem(t) for word in words[start:end] for t in content_tokens(word)} & terms
-        if end - start > 1 and name:
+        if name:
             share = max(weights[t] for t in name) / (sum(weights[t] for t in name) or 1.0)
             weights.update({t: weights[t] * share for t in name})
     return weights

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...names import subject_runs
+from ...names import name_runs
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
@@ -192,10 +192,9 @@ def concepts(question: str, query: set[str]) -> list[set[str]]:
     """The question's terms (`query`, stemmed) grouped by what they name: a name of several words, or an
     identifier and its parts, is one concept ("SKR Mini E3 V2.0": skr, mini, e3, v2, 2.0), so that a line
     repeating a product's name does not outweigh the line holding the one word asked about. Names are
-    told by their shape (capitals, digits: names.subject_runs), so this holds in any language."""
+    told by their shape (capitals, digits: names.name_runs), so this holds in any language."""
     words = question.split()
-    # in a question typed in capitals every word looks like a name: only identifiers are grouped then
-    runs = [] if question.isupper() else [(a, b) for a, b in subject_runs(question) if b - a > 1]
+    runs = name_runs(question)  # none in a question typed in capitals: only identifiers are grouped then
     in_run = {i for a, b in runs for i in range(a, b)}
     groups, seen = [], set()
     for a, b in sorted(runs + [(i, i + 1) for i in range(len(words)) if i not in in_run]):
