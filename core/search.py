@@ -30,16 +30,13 @@ K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
 
 class LexicalIndex:
     """BM25 (k1=1.2, b=0.75) over one text per page, on crude stems; a name of several words in the query
-    counts as one term (term_weights) unless `names_once` is off (the plain BM25 of the text-only baseline).
+    counts as one term (term_weights), unless scores() is asked for plain BM25 (the text-only baseline's).
 
     Postings are stored compressed-row style (every term's pages and term frequencies in two flat
     arrays, sliced by offsets), so that an index is saved with its snapshot and opened by reading
     arrays instead of tokenizing every page again."""
 
-    names_once = True  # an index opened from disk (load) is the search's own
-
-    def __init__(self, texts: list[str], k1: float = K1, b: float = B, names_once: bool = True):
-        self.names_once = names_once
+    def __init__(self, texts: list[str], k1: float = K1, b: float = B):
         lists: dict[str, list[tuple[int, int]]] = {}
         lengths = []
         for i, text in enumerate(texts):
@@ -123,9 +120,9 @@ class LexicalIndex:
             per_page = np.where(allowed, per_page, 0.0)
         return float(per_page.max() / total)
 
-    def scores(self, query: str) -> np.ndarray:
+    def scores(self, query: str, names_once: bool = True) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
-        weights = term_weights(query, self.idf) if self.names_once else {t: self.idf(t) for t in query_terms(query)}
+        weights = term_weights(query, self.idf) if names_once else {t: self.idf(t) for t in query_terms(query)}
         for term, weight in weights.items():
             if (found := self.postings(term)) is None:
                 continue

@@ -39,10 +39,10 @@ class TextLayerBaseline:
                 for i, page in enumerate(doc):
                     self.pages.append((path.name, i + 1))
                     texts.append(f"{path.stem}\n{page.get_text()}")
-        self.index = LexicalIndex(texts, names_once=False)  # plain BM25, as a text RAG has it
+        self.index = LexicalIndex(texts)
 
     def rank(self, query: str, k: int = 10) -> list[PageRef]:
-        scores = self.index.scores(query)
+        scores = self.index.scores(query, names_once=False)  # plain BM25, as a text RAG has it
         order = sorted(range(len(scores)), key=lambda i: -float(scores[i]))
         return [self.pages[i] for i in order[:k] if scores[i] > 0]
 

@@ -63,7 +63,7 @@ def test_a_name_of_several_words_counts_once_in_bm25():
     question = "What baud rate does the Widget Pro X2 use?"
     assert LexicalIndex(pages).scores(question).argmax() == 1
     # plain BM25 (the text-only baseline) lets the repeated name win
-    assert LexicalIndex(pages, names_once=False).scores(question).argmax() == 0
+    assert LexicalIndex(pages).scores(question, names_once=False).argmax() == 0
     # the name's terms share its rarest term's weight; other words, and one word's parts, keep theirs
     weights = term_weights(question + " LPC81x-ISP", lambda term: 2.0)
     assert sum(weights[t] for t in ("widget", "pro", "x2")) == pytest.approx(2.0)
