@@ -284,3 +284,29 @@ async def test_a_numbered_heading_is_a_bare_heading_too(reader, tmp_path):
     ])
     draft = await reader.read("What is the zoom tool for?", pages, ())
     assert "enlarge" in draft.citations[0].quote
+
+
+async def test_a_field_name_is_found_in_the_pages_language(reader):
+    # An English question about a German table: "supply" shares no letters with "Versorgungsspannung".
+    items = [(50, 40, "Die Werte gelten für den Betrieb mit einem Akku und sind Richtwerte.", 10),
+             (50, 60, "Zentro X2 Abmessungen 62 × 27.5 × 9.5mm", 10), (50, 80, "Zentro X2 Gewicht 12g", 10),
+             (50, 100, "Zentro X2 Versorgungsspannung 4V .. 10V", 10), (50, 120, "Zentro X2 Ausgänge 16 × 20mA", 10)]
+    draft = await reader.read("Which supply does the Zentro X2 need?", drawn_page(items), ())
+    assert "4V .. 10V" in draft.citations[0].quote
+
+
+async def test_a_field_name_in_a_third_language_is_not_looked_for(reader):
+    # A German question about an English page that also prints a French line: only English names stand in.
+    items = [(50, 40, "The values are given for the board with the supply that is connected to it.", 10),
+             (50, 60, "Tension d'entrée 230 V", 10), (50, 80, "Input voltage 12 V", 10)]
+    draft = await reader.read("Welche Spannung braucht das Board?", drawn_page(items), ())
+    assert "12 V" in draft.citations[0].quote
+
+
+async def test_a_quoted_heading_brings_its_list_of_items(reader):
+    # The question's words are in the heading; the answer is the short items listed under it.
+    items = [(50, 60, "1.2 Related Products", 13), (70, 80, "Starter Kit", 10), (70, 95, "Braccio Robot Arm", 10),
+             (70, 110, "Sensor Shield", 10), (50, 160, "2 Ratings", 13), (70, 180, "Input voltage 7 to 12 V", 10)]
+    draft = await reader.read("Which related products are there for the board?", drawn_page(items), ())
+    assert "Braccio Robot Arm" in draft.citations[0].quote and "Sensor Shield" in draft.citations[0].quote
+    assert "Ratings" not in draft.citations[0].quote

@@ -6,11 +6,14 @@ voltage" brings its "5V" along. A passage is matched together with its frame (la
 headings above it, its table's header row), so a value that repeats none of the question's words
 is still found; a line that only repeats the question's words is worth less, for it tells nothing.
 A product's name counts once however many words it has (concepts), so the lines that repeat it do not
-outweigh the line holding the word asked about.
+outweigh the line holding the word asked about. A field the question names ("supply voltage") is found under
+its name in the page's own language too ("Versorgungsspannung": field_names.py), at a lower weight; never in
+a third language, whose lines (a datasheet's French safety notes) answer nothing.
 The kind of answer asked for (question_kind.py) weighs in: a number for "how much", and more so the form
 asked for (a current for "how much current", a count of the outputs for "how many outputs", a key
 combination for "which shortcut"); the steps after the introduction for "how do I". A quote that starts
-or stops mid-sentence is widened to the sentence; a quoted table row is shown after its header, and the
+or stops mid-sentence is widened to the sentence, and one that starts with a heading and stops inside its
+list of short items (a section's products) runs on to the list's end; a quoted table row is shown after its header, and the
 answer within a quote (a value with its unit, a model code: answer_span.py) is printed in bold. When the
 question names a measure or asks for a shortcut and no quote holds one, or when the first quote comes
 from a document that never mentions the product asked about, the answer says so.
@@ -25,21 +28,24 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...field_names import field_names_in, language_of, name_in
 from ...names import name_runs
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
 from .answer_span import in_bold, is_number
 from .context import subject_of
-from .layout import Line, frame, printed_lines, rows
+from .layout import LARGER, Line, frame, printed_lines, rows
 from .question_kind import VALUE, asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted, stated_values
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
 NO_NEWS = 0.5
 FURTHER_QUOTES = 0.5  # a second or third quote scores at least this share of the first
+TRANSLATED = 0.3  # of a question word's weight: its field's name in the page's language, standing in for it
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
 MEASURE_VALUE = 1.3  # more for the form asked for: a value of the measure named ("how much current": "410mA", not
 # "20 MHz"), a count of the things named, a key combination for a shortcut
+LIST_ITEMS, SHORT = 3, 5  # a heading's list: up to this many more items of fewer than SHORT words
 GAP = 1.2  # blank space between two lines, in line heights, that ends a block
 SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
@@ -143,6 +149,12 @@ def runs_on(line: tuple[Word, ...]) -> bool:
     return len(line) >= 8 or last[-1] in ",;:-–(" or fold(last) in STOPWORDS
 
 
+def heading(line: tuple[Word, ...], below: tuple[Word, ...]) -> bool:
+    """Whether a line heads what is below it: numbered as a section ("1.2 Related Products") or printed larger."""
+    size = lambda ws: max(w.box[3] - w.box[1] for w in ws)
+    return line is not below and (bool(HEADING_NUMBER.fullmatch(line[0].text)) or size(line) > LARGER * size(below))
+
+
 def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2,
                       longest: int = 60, steps: bool = False) -> tuple[Word, ...]:
     """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
@@ -161,6 +173,13 @@ def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], ex
         return tuple(out)
     for line in lines[at + 1:at + 1 + extra]:
         if not (steps or runs_on(lines[at])) or len(out) + len(line) > longest:
+            break
+        out += [w for w in line if w not in out]
+        at += 1
+    heads = first is not None and heading(lines[first], lines[at])
+    for line in lines[at + 1:at + 1 + LIST_ITEMS]:  # a heading's list of short items: to its end
+        if not heads or len(lines[at]) >= SHORT or len(line) >= SHORT or apart(lines[at], line) \
+                or len(out) + len(line) > longest:
             break
         out += [w for w in line if w not in out]
         at += 1
@@ -288,9 +307,19 @@ class ExtractiveReader:
             weight.update({t: weight[t] * share for t in group})
         total = sum(weight.values()) or 1.0
 
+        # A field the question names, named in the page's own language ("supply voltage": "Versorgungsspannung"),
+        # stands in for the question's words, at a lower weight: (its terms there, the question's terms).
+        fields = [(concept, asked & query) for concept, asked in field_names_in(question) if asked & query]
+        languages = [language_of(rp.page.text) if fields else None for rp in pages]
+        in_language = [[(name_in(c, lang), asked) for c, asked in fields] if lang else [] for lang in languages]
+
         def coverage(i: int) -> float:
             own = query & stems[i]
-            return (sum(weight[t] for t in own) + FRAME_SHARE * sum(weight[t] for t in (query & framed[i]) - own)) / total
+            covered = sum(weight[t] for t in own) + FRAME_SHARE * sum(weight[t] for t in (query & framed[i]) - own)
+            for name, asked in in_language[candidates[i].rank]:
+                if not asked & (stems[i] | framed[i]) and name and name <= stems[i] | framed[i]:
+                    covered += TRANSLATED * (1.0 if name <= stems[i] else FRAME_SHARE) * sum(weight[t] for t in asked)
+            return covered / total
 
         quantity = asks_quantity(question)
         measure = asked_measure(question)
