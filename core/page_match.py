@@ -5,6 +5,8 @@ whose few words recur on other pages (a board's labels, the product name on a co
 page first. The page the screenshot shows shares dozens of keypoints with it that agree on one scale,
 rotation and offset; any other page shares a handful by chance. Keypoints survive downscaling, JPEG
 and a slight rotation, and a page is matched in tens of milliseconds, so only the candidates are tried.
+A picture printed on two pages (a photo, and again with a circle drawn on it) matches both; the print
+whose pixels, laid back onto the screenshot, look most like it is the one it was cut from.
 """
 from __future__ import annotations
 
@@ -14,10 +16,9 @@ import cv2
 import numpy as np
 
 CANDIDATES = 8  # pages retrieval returns for a screenshot question, to look for the one it shows
-MIN_INLIERS = 8  # keypoints agreeing on one placement whose pixels match too
-MARGIN = 2.0  # the best page must agree on this many times the next one's, or nothing moves
+MIN_INLIERS = 8  # keypoints agreeing on one placement whose pixels match too, on the best page
 MAX_SIDE = 1600  # pixels; a larger image is scaled down first (keypoints need no more)
-FEATURES = 1500
+FEATURES = 3000  # per image: a picture in a corner of a busy page still gets enough of them
 RATIO = 0.75  # Lowe's ratio test: a match must be clearly better than the second-best one
 SAME_PIXELS = 0.5  # correlation of the query with the page region it is placed on
 
@@ -36,21 +37,21 @@ def _features(orb, data: bytes):
     return image, points, desc
 
 
-def agreeing_keypoints(query, pages: Sequence) -> list[int]:
+def agreeing_keypoints(query, pages: Sequence) -> list[tuple[int, float]]:
     """For each page, how many of the query image's keypoints match it under one similarity transform
-    (RANSAC) whose pixels match too: the evidence that the query was cut from that page. Images come as
-    _features() of their bytes."""
+    (RANSAC) whose pixels match too, and how well those pixels match (their correlation): the evidence
+    that the query was cut from that page. Images come as _features() of their bytes."""
     query_image, query_points, query_desc = query
     matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
     out = []
     for page_image, page_points, page_desc in pages:
         if query_desc is None or page_desc is None or len(page_desc) < 2:
-            out.append(0)
+            out.append((0, 0.0))
             continue
         good = [m for m, n in (pair for pair in matcher.knnMatch(query_desc, page_desc, k=2) if len(pair) == 2)
                 if m.distance < RATIO * n.distance]
         if len(good) < 4:
-            out.append(0)
+            out.append((0, 0.0))
             continue
         src = np.float32([query_points[m.queryIdx].pt for m in good])
         dst = np.float32([page_points[m.trainIdx].pt for m in good])
@@ -58,17 +59,19 @@ def agreeing_keypoints(query, pages: Sequence) -> list[int]:
         agreeing = int(mask.sum()) if mask is not None else 0
         # Keypoints of plain line art agree by chance too: the page, laid back onto the query by that
         # placement, must also look like it, pixel for pixel.
-        out.append(agreeing if agreeing and _looks_alike(query_image, page_image, transform) else 0)
+        alike = _likeness(query_image, page_image, transform) if agreeing else 0.0
+        out.append((agreeing, alike) if alike >= SAME_PIXELS else (0, 0.0))
     return out
 
 
-def _looks_alike(query: np.ndarray, page: np.ndarray, transform: np.ndarray) -> bool:
+def _likeness(query: np.ndarray, page: np.ndarray, transform: np.ndarray) -> float:
+    """The correlation of the query's pixels with the page's, laid back onto the query by `transform`."""
     back = cv2.warpAffine(page, cv2.invertAffineTransform(transform), (query.shape[1], query.shape[0]),
                           flags=cv2.INTER_AREA, borderValue=255)
     a, b = query.astype(np.float32).ravel(), back.astype(np.float32).ravel()
     if a.std() < 1e-3 or b.std() < 1e-3:
-        return False
-    return float(np.corrcoef(a, b)[0, 1]) >= SAME_PIXELS
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
 
 
 def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
@@ -77,7 +80,10 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
         return None
     orb = cv2.ORB_create(nfeatures=FEATURES)
     page_features = [_features(orb, data) for data in pages]
-    scores = np.max([agreeing_keypoints(_features(orb, q), page_features) for q in queries], axis=0)
-    order = np.argsort(-scores, kind="stable")
-    best, second = int(scores[order[0]]), int(scores[order[1]])
-    return int(order[0]) if best >= MIN_INLIERS and best >= MARGIN * max(second, 1) else None
+    evidence = np.max([agreeing_keypoints(_features(orb, q), page_features) for q in queries], axis=0)
+    scores, alike = evidence[:, 0], evidence[:, 1]
+    if scores.max() < MIN_INLIERS:
+        return None
+    # Another print of the same picture may hold fewer keypoints (they fall elsewhere on its page): of the
+    # pages it is placed on, the pixels pick the one that looks most like it.
+    return max((i for i in range(len(pages)) if scores[i] > 0), key=lambda i: alike[i])

@@ -40,3 +40,16 @@ def test_a_screenshot_of_no_candidate_page_moves_nothing():
     pages = [encoded(page(seed)) for seed in (1, 2, 3)]
     assert shown_page([encoded(page(4).crop((100, 300, 700, 700)))], pages) is None
     assert shown_page([encoded(Image.new("RGB", (400, 300), "white"), "PNG")], pages) is None  # no keypoints at all
+
+
+def test_a_picture_printed_twice_goes_to_the_print_it_was_cut_from():
+    # The same picture on two pages, once with a circle drawn on it (a manual's "this connector"):
+    # both prints share the keypoints; the pixels tell which one the screenshot shows.
+    picture = page(7).crop((100, 300, 700, 700))
+    plain, circled = page(8), page(9)
+    plain.paste(picture, (150, 200))
+    circled.paste(picture, (150, 500))
+    ImageDraw.Draw(circled).ellipse((350, 620, 550, 800), outline=(230, 0, 0), width=8)
+    pages = [encoded(p) for p in (page(1), plain, circled)]
+    assert shown_page([encoded(circled.crop((150, 500, 750, 900)), quality=40)], pages) == 2
+    assert shown_page([encoded(plain.crop((150, 200, 750, 600)), quality=40)], pages) == 1
