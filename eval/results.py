@@ -1,4 +1,4 @@
-"""Regenerate eval/RESULTS.md: the evaluations of the six question sets (local backend), side by side and
+"""Regenerate eval/RESULTS.md: the evaluations of the seven question sets (local backend), side by side and
 one by one, and the benchmarks (indexing, search, opening, ask latency, both page stores, PostgreSQL, two
 replicas, Slack streaming). The part below the hand-written marker is kept as it is.
 

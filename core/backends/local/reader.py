@@ -13,10 +13,11 @@ The kind of answer asked for (question_kind.py) weighs in: a number for "how muc
 asked for (a current for "how much current", a count of the outputs for "how many outputs", a key
 combination for "which shortcut"); the steps after the introduction for "how do I". A quote that starts
 or stops mid-sentence is widened to the sentence, and one that starts with a heading and stops inside its
-list of short items (a section's products) runs on to the list's end; a quoted table row is shown after its header, and the
-answer within a quote (a value with its unit, a model code: answer_span.py) is printed in bold. When the
-question names a measure or asks for a shortcut and no quote holds one, or when the first quote comes
-from a document that never mentions the product asked about, the answer says so.
+list of short items (a section's products) runs on to the list's end; a quoted table row is shown after
+its header, and the answer within a quote (a value with its unit, a model code: answer_span.py) is
+printed in bold. When the question names a measure or asks for a shortcut and no quote holds one, or
+when the first quote comes from a document that never mentions the product asked about, the answer
+says so.
 """
 from __future__ import annotations
 
