@@ -8,6 +8,8 @@ unambiguous abbreviations belong here; the list is general technical vocabulary,
 """
 from __future__ import annotations
 
+from .phrases import Phrases
+
 # abbreviation -> written-out forms, lowercase, diacritics folded (see text.fold), words separated by
 # spaces. Long words also match inflected endings ("microcontrollers", "zasilacza"; see INFLECTABLE).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
@@ -63,39 +65,13 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 # Inflected endings (up to 3 more letters) are matched only on words at least this long; shorter ones
 # must match whole.
 INFLECTABLE = 7
-
-
-def _index() -> dict[str, list[tuple[tuple[str, ...], str]]]:
-    """First word of each form -> (form words, abbreviation), longest forms first."""
-    out: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-    for abbreviation, forms in ABBREVIATIONS.items():
-        for form in forms:
-            words = tuple(form.split())
-            out.setdefault(words[0][:INFLECTABLE], []).append((words, abbreviation))
-    for entries in out.values():
-        entries.sort(key=lambda e: -len(e[0]))
-    return out
-
-
-_BY_FIRST = _index()
-
-
-def _same_word(form_word: str, token: str) -> bool:
-    if len(form_word) >= INFLECTABLE:
-        return token.startswith(form_word) and len(token) - len(form_word) <= 3
-    return token == form_word
+_FORMS = Phrases(((form, abbreviation) for abbreviation, forms in ABBREVIATIONS.items() for form in forms),
+                 INFLECTABLE)
 
 
 def abbreviation_spans(tokens: list[str]) -> list[tuple[int, int, str]]:
     """(start, end, abbreviation) for each written-out form in `tokens` (folded words, in reading order)."""
-    found = []
-    for i, token in enumerate(tokens):
-        for words, abbreviation in _BY_FIRST.get(token[:INFLECTABLE], ()):
-            span = tokens[i:i + len(words)]
-            if len(span) == len(words) and all(_same_word(w, t) for w, t in zip(words, span)):
-                found.append((i, i + len(words), abbreviation))
-                break
-    return found
+    return _FORMS.spans(tokens)
 
 
 def abbreviations_in(tokens: list[str]) -> list[str]:

@@ -9,6 +9,7 @@ evaluation question; not tuned to a corpus.
 """
 from __future__ import annotations
 
+from .phrases import Phrases
 from .text import STOPWORDS, fold, stem, tokens
 
 FIELD_NAMES: tuple[tuple[str, ...], ...] = (
@@ -204,40 +205,18 @@ MIN_FUNCTION_WORDS = 3
 # A form's word matches a question's word when equal, or, from this length on, when the question's word
 # continues it by up to three letters ("cable" ~ "cables", "spannung" ~ "spannungen").
 INFLECTABLE = 5
-
-
-def _index() -> dict[str, list[tuple[tuple[str, ...], int]]]:
-    """First word of each form (folded) -> (the form's folded words, its concept), longest forms first."""
-    out: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-    for concept, forms in enumerate(FIELD_NAMES):
-        for form in forms:
-            words = tuple(fold(form).split())
-            out.setdefault(words[0][:INFLECTABLE], []).append((words, concept))
-    for entries in out.values():
-        entries.sort(key=lambda e: -len(e[0]))
-    return out
-
-
-_BY_START = _index()
-
-
-def _same_word(form_word: str, word: str) -> bool:
-    return word == form_word or (len(form_word) >= INFLECTABLE and word.startswith(form_word)
-                                 and len(word) - len(form_word) <= 3)
+_FORMS = Phrases(((fold(form), concept) for concept, forms in enumerate(FIELD_NAMES) for form in forms), INFLECTABLE)
 
 
 def field_names_in(text: str) -> list[tuple[int, set[str]]]:
-    """The field names `text` uses, in any of the languages: (concept, the search terms of its words there)."""
+    """The field names `text` uses, in any of the languages: (concept, the search terms of its words there).
+    A name of two words is one field, not also a field of its second word ("power supply", not "supply")."""
     words = tokens(text)
-    found, i = [], 0
-    while i < len(words):
-        for form, concept in _BY_START.get(words[i][:INFLECTABLE], ()):
-            span = words[i:i + len(form)]
-            if len(span) == len(form) and all(_same_word(f, w) for f, w in zip(form, span)):
-                found.append((concept, _terms(" ".join(span))))
-                i += len(form) - 1  # "power supply" is one field, not also a "supply"
-                break
-        i += 1
+    found, end = [], 0
+    for start, stop, concept in _FORMS.spans(words):
+        if start >= end:
+            found.append((concept, _terms(" ".join(words[start:stop]))))
+            end = stop
     return found
 
 

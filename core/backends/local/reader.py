@@ -317,9 +317,12 @@ class ExtractiveReader:
         def coverage(i: int) -> float:
             own = query & stems[i]
             covered = sum(weight[t] for t in own) + FRAME_SHARE * sum(weight[t] for t in (query & framed[i]) - own)
-            for name, asked in in_language[candidates[i].rank]:
-                if not asked & (stems[i] | framed[i]) and name and name <= stems[i] | framed[i]:
-                    covered += TRANSLATED * (1.0 if name <= stems[i] else FRAME_SHARE) * sum(weight[t] for t in asked)
+            if fields_here := in_language[candidates[i].rank]:
+                around = stems[i] | framed[i]
+                for name, asked in fields_here:
+                    if name and name <= around and not asked & around:
+                        share = 1.0 if name <= stems[i] else FRAME_SHARE
+                        covered += TRANSLATED * share * sum(weight[t] for t in asked)
             return covered / total
 
         quantity = asks_quantity(question)
