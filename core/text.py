@@ -20,9 +20,11 @@ def fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
-# Words that carry no subject in the three corpus languages: function words, and the verbs and
-# fillers people wrap a question in ("I think I've seen…", "worauf muss man…", "żeby…"). Compared
-# after folding, like every token.
+# Words that carry no subject: function words, and the verbs and fillers people wrap a question in
+# ("I think I've seen…", "worauf muss man…", "żeby…"), in English, German and Polish, and the function
+# words of French, Italian, Spanish and Dutch, so that a question in those is not told its "quelle" or
+# "della" is on no page. Left out: short words that are also names in technical text (AUX, CE, EN, mA,
+# the Arduino Uno, Polish "pas"). Compared after folding, like every token.
 STOPWORDS = frozenset(fold(word) for word in """
     a an the and or of to in on at for by with from is are was were be been being it its this that these those
     as do does did doesn don didn isn aren what which who whom how much many when where why there their
@@ -36,6 +38,19 @@ STOPWORDS = frozenset(fold(word) for word in """
     man bitte gibt hat haben wird werden
     i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
     oraz lub dla przy żeby aby mogę można może muszę chcę trzeba dalej mój moja moje
+    le la les un une des du de au cet cette ces et ou est sont être avoir ai il elle ils elles on nous vous
+    je mon mes ton ta tes son sa ses notre votre leur leurs ne se si dans avec pour par sur sous entre
+    sans que qui quoi quel quelle quels quelles comment combien pourquoi où quand dois doit peut peux puis
+    faut veux voudrais aussi très
+    lo gli una dello della dei degli delle del al allo alla ai agli alle nel nella nei nelle sul sulla con
+    per tra fra di da su che chi cosa qual quale quali quanto quanta quanti quante dove quando perché come sono
+    è ho ha hanno posso può devo deve mio mia miei mie non anche questo questa questi queste quello quella
+    ci mi ti molto
+    el los las unos unas y o qué cuál cuáles cuánto cuánta cuántos cuántas cómo dónde cuándo por para sobre
+    es está están hay tiene tienen puedo puede debo debe mis tu su sus también este estos estas esto ese
+    esa me te nos muy
+    het een zijn wat welke hoe waar wanneer waarom voor met van op aan bij uit moet mijn niet ook dit deze
+    er ik je
     """.split())
 
 

@@ -13,6 +13,22 @@ def test_accented_function_words_and_question_chatter_are_not_content():
     assert content_tokens("I think I've seen 20 MHz somewhere") == ["20", "mhz", "somewhere"]  # "I've" leaves no "ve"
 
 
+def test_function_words_of_languages_beyond_the_corpus_are_not_content():
+    assert content_tokens("Quelle est la tension d'alimentation de la carte ?") == ["tension", "alimentation", "carte"]
+    assert content_tokens("Qual è la tensione di alimentazione della scheda?") == ["tensione", "alimentazione", "scheda"]
+    assert content_tokens("¿Cuál es la tensión de alimentación de la placa?") == ["tension", "alimentacion", "placa"]
+    assert content_tokens("Wat is de voedingsspanning van het bord?") == ["voedingsspanning", "bord"]
+    # words that are names in technical text stay: AUX outputs, CE marking, EN norms, mA
+    assert content_tokens("Combien de sorties AUX, quel courant en mA ?") == ["sorties", "aux", "courant", "en", "ma"]
+
+
+def test_a_french_question_is_not_told_its_function_words_are_missing():
+    index = LexicalIndex(["Tension d'alimentation de la carte : 7-12 V"])
+    allowed = np.ones(1, dtype=bool)
+    assert index.absent_words("Quelle est la tension d'alimentation de la carte ?", allowed) == []
+    assert index.absent_words("Quelle est la tension de la carte en Bluetooth ?", allowed) == ["bluetooth"]
+
+
 def test_question_chatter_is_never_reported_missing():
     index = LexicalIndex(["The ATmega328P runs at up to 20 MHz."])
     allowed = np.ones(1, dtype=bool)
