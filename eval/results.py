@@ -135,7 +135,8 @@ and committed on 2026-12-02 by a helper who neither ran pixelrag nor read its ou
 question by question until its first full measurement; later changes were tuned with it in view too.
 hidden (48: 42 answerable) was written the same way and committed before the changes it measures, and
 judged on its summary figures only. reserve (48: 42 answerable) was written the same way and committed on
-2026-12-03, after the last reader change, and measured once: no code changed after its first measurement.
+2026-12-03 before its first measurement; the one change since (2712d59, more languages' function words)
+was tuned on no set.
 
 {sets_markdown(reports) if reports else "(no report)"}
 
