@@ -7,6 +7,7 @@ backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 from .config import Settings, flag, load_settings, number
 from .conversation import Conversation, Reply
 from .documents import looks_like_pdf
+from .markup import inert, literal
 from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, failure_reason, megabytes
 from .query_images import attachment_kind, validate_query_image
 from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
@@ -20,7 +21,7 @@ from .threads import ThreadKey, ThreadStore
 __all__ = [
     "Settings", "flag", "load_settings", "number",
     "Conversation", "Reply",
-    "looks_like_pdf",
+    "looks_like_pdf", "inert", "literal",
     "BadInput", "Busy", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
     "attachment_kind", "validate_query_image",
     "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",

@@ -19,7 +19,7 @@ from PIL import Image
 from bot.discord import DiscordHandlers, build_client
 from bot.discord.delivery import deliver
 from bot.discord.progress import ProgressNotice
-from bot.discord.render import MAX_CONTENT, Outgoing, render_answer, split_text
+from bot.discord.render import MAX_CONTENT, NO_PINGS, Outgoing, render_answer, split_text
 from bot.discord.routing import scope_for, thread_key
 from core.config import Settings
 from core.errors import RemoteError
@@ -295,7 +295,8 @@ async def test_mention_creates_thread_and_answers_there_in_one_layout(store):
     assert service.turns[0].question == "what is the warranty period?"  # mention stripped
     assert service.turns[0].scope == f"discord:{GUILD_A}"
     [kwargs] = sends(thread.send)  # answer, evidence and buttons: one message
-    assert set(kwargs) == {"view", "files"} and isinstance(kwargs["view"], discord.ui.LayoutView)
+    assert set(kwargs) == {"view", "files", "allowed_mentions"} and isinstance(kwargs["view"], discord.ui.LayoutView)
+    assert kwargs["allowed_mentions"].to_dict() == {"parse": []}  # quoted text can never ping
     texts = view_texts(kwargs)
     assert "2 years" in texts[0]
     assert len(kwargs["files"]) == 4 and len(gallery_urls(kwargs)) == 4
@@ -505,7 +506,7 @@ async def test_upload_refused_falls_back_to_text_with_note():
     out = Outgoing("The answer.", [discord.Embed(title="x")], [discord.File(io.BytesIO(b"x"), filename="a.png")])
     await deliver(send, [out])
     assert send.call_args_list[1].kwargs == {
-        "content": "The answer.\n\n-# ⚠️ The page previews could not be uploaded."}
+        "content": "The answer.\n\n-# ⚠️ The page previews could not be uploaded.", "allowed_mentions": NO_PINGS}
 
 
 async def test_thread_creation_refused_replies_in_channel(store):

@@ -86,6 +86,7 @@ class StreamingService(FakeService):
 async def discord_api():
     async with FakeDiscord() as fake:
         yield fake
+    assert not fake.acted, fake.acted  # a ping or a hidden link would act in real Discord
 
 
 @pytest.fixture

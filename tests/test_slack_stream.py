@@ -85,6 +85,20 @@ async def test_where_streaming_is_refused_the_answer_is_posted_when_done(slack: 
     assert slack.fake.calls_to("files.completeUploadExternal")  # the evidence follows as usual
 
 
+async def test_a_proxys_html_error_page_ends_the_stream_cleanly_and_the_answer_is_posted(slack: Harness, caplog):
+    # A load balancer in front of Slack answers 503 with an HTML page: slack_sdk's error then holds a
+    # string, not Slack's JSON. The client retries twice; the answer is then posted, nothing crashes.
+    slack.fake.proxy_errors["chat.startStream"] = [503, 503, 503]
+    with caplog.at_level(logging.WARNING):
+        event, _ = await slack.mention("What is the X200 weight?")
+        await slack.bot.drain()
+    assert len(slack.fake.calls_to("chat.startStream")) == 3 and not slack.fake.streams()
+    assert f"Slack refused to stream the answer in {CHANNEL}/{event['ts']} (SlackApiError)" in caplog.text
+    assert "Task exception was never retrieved" not in caplog.text
+    [post] = answer_posts(slack.fake, event["ts"])
+    assert "14 kg" in post["blocks"][0]["text"]
+
+
 async def gemini_harness(make_harness, fake, tmp_path, gemini: FakeGemini) -> Harness:
     harness = await make_harness(settings=gemini.settings(base_settings(fake, tmp_path), embedding_dim=256))
     await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")

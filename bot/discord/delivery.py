@@ -11,7 +11,7 @@ import discord
 
 from core import PixelragError
 
-from .render import Outgoing, split_text, text_messages
+from .render import NO_PINGS, Outgoing, shown_text, split_text, text_messages
 
 if TYPE_CHECKING:
     from .layout import Rendered
@@ -46,7 +46,7 @@ async def _as_text(send: Send, out: Outgoing) -> None:
     note = "-# ⚠️ The page previews could not be uploaded."
     text = out.text
     for piece in split_text(f"{text}\n\n{note}" if text else note):
-        await send(content=piece)
+        await send(content=piece, allowed_mentions=NO_PINGS)
 
 
 async def deliver_answer(send: Send, rendered: "Rendered", v2: bool = True) -> None:
@@ -108,7 +108,7 @@ class Replier:
         if exc is None or isinstance(exc, asyncio.CancelledError):
             return False
         if isinstance(exc, PixelragError):
-            text = f"⚠️ {exc}"
+            text = f"⚠️ {shown_text(str(exc))}"
         else:
             log.error("app command %s failed", getattr(self.interaction.command, "name", "?"),
                       exc_info=(exc_type, exc, tb))

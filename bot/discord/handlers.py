@@ -23,7 +23,7 @@ from .feedback import feedback_view
 from .files import Attachments, kind
 from .layout import Rendered, render_layout
 from .progress import ProgressNotice
-from .render import describe_report, render_answer, render_documents, text_messages
+from .render import NO_PINGS, code, describe_report, render_answer, render_documents, shown_text, text_messages
 from .stream import AnswerStream
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
@@ -65,7 +65,7 @@ class DiscordHandlers:
         try:
             await self._handle_message(message, question, place)
         except PixelragError as exc:
-            await say(place.channel, f"⚠️ {exc}")
+            await say(place.channel, f"⚠️ {shown_text(str(exc))}")
         except Exception:
             log.exception("failed to handle message %s", message.id)
             await say(place.channel, GENERIC_FAILURE)
@@ -83,7 +83,7 @@ class DiscordHandlers:
                             "to add it to this server's documents.")
         if not question and not images:  # nothing to answer: say so in place, no thread
             await deliver(message.channel.send,
-                          text_messages("\n".join(f"⚠️ {p}" for p in problems) + "\n\n" + USAGE))
+                          text_messages("\n".join(f"⚠️ {shown_text(p)}" for p in problems) + "\n\n" + USAGE))
             return
         channel = place.channel = await reply_place(message, question)
         await self._answer(channel.send, thread_key(channel, guild_id), question, images, scope_for(guild_id),
@@ -117,8 +117,9 @@ class DiscordHandlers:
             await say(place, self.access.refusal())
             return
         scope = scope_for(message.guild.id)
-        status = await place.send(content=f"⏳ Indexing {', '.join(a.filename for a in pdfs)}…")
-        lines = [f"⚠️ {p}" for p in problems]
+        status = await place.send(content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…",
+                                  allowed_mentions=NO_PINGS)
+        lines = [f"⚠️ {shown_text(p)}" for p in problems]
         for att in pdfs:
             try:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
@@ -127,7 +128,7 @@ class DiscordHandlers:
                 lines.append(describe_report(report))
             except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
                 text = str(exc)
-                lines.append(f"⚠️ {text}" if text.startswith(att.filename) else f"⚠️ {att.filename}: {text}")
+                lines.append(f"⚠️ {shown_text(text if text.startswith(att.filename) else f'{att.filename}: {text}')}")
         await deliver(place.send, text_messages("\n".join(lines)))
 
     # ---- app commands ---------------------------------------------------------------------
@@ -194,7 +195,7 @@ class DiscordHandlers:
         async with Replier(interaction) as replier:
             doc = await self.service.remove(scope_for(interaction.guild_id), document)
             await replier.send_all(text_messages(
-                f"🗑️ Removed **{doc.title}** (`{doc.file_name}`) from this server's documents."))
+                f"🗑️ Removed **{shown_text(doc.title)}** ({code(doc.file_name)}) from this server's documents."))
 
     async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete for /remove and /reindex: this server's own documents."""

@@ -20,7 +20,8 @@ from bot.text_split import clip, split_text
 from core import Answer, Citation, Step
 
 from .feedback import feedback_row
-from .render import MAX_FILES, TOPIC_COLOURS, Outgoing, _megabytes, _safe_name, _with_notes, answer_text
+from .render import (MAX_FILES, TOPIC_COLOURS, Outgoing, _megabytes, _safe_name, _with_notes, answer_text, shown,
+                     shown_text)
 
 MAX_TEXT = 4000  # characters across a V2 message's text displays
 MAX_GALLERY = 10  # items in one media gallery
@@ -78,8 +79,8 @@ def _evidence(answer: Answer, upload_limit: int, notes: list[str]) -> list[_Evid
 def _source_line(i: int, cite: Citation) -> str:
     kind = "page preview" if cite.highlight is None else (
         "exact highlight" if cite.highlight.kind == "exact" else "approximate region")
-    quote = clip(" ".join(cite.quote.split()), SOURCE_QUOTE)
-    return f"**{i + 1}.** {cite.title}, p. {cite.page} ({kind})" + (f" — “{quote}”" if quote else "")
+    quote = shown_text(clip(" ".join(cite.quote.split()), SOURCE_QUOTE))
+    return f"**{i + 1}.** {shown_text(cite.title)}, p. {cite.page} ({kind})" + (f" — “{quote}”" if quote else "")
 
 
 def _sources_text(group: _Evidence, first: bool) -> str:
@@ -92,7 +93,7 @@ def render_layout(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
     """The V2 messages that carry one answer, in order; buttons under the last (stored turns only)."""
     extra = list(notes)
     if answer.clarifying_question:
-        text = _with_notes(f"❓ {answer.clarifying_question.strip()}", extra + list(answer.notes))
+        text = _with_notes(f"❓ {shown_text(answer.clarifying_question.strip())}", extra + list(answer.notes))
         messages = [_message(None, [piece]) for piece in split_text(text, TEXT_PIECE)]
         for out in messages:
             out.layout = _view(out, None, False, None)
@@ -158,9 +159,9 @@ MARKS = {"in_progress": "⏳", "complete": "✅", "error": "⚠️"}
 def status_lines(steps: list[Step]) -> str:
     lines = []
     for step in steps:
-        line = f"-# {MARKS.get(step.status, '⏳')} {step.title}"
+        line = f"-# {MARKS.get(step.status, '⏳')} {shown_text(step.title)}"
         if step.detail:
-            line += f" — {step.detail}"
+            line += f" — {shown_text(step.detail)}"
         lines.append(clip(line, 300))
     return "\n".join(lines)
 
@@ -168,9 +169,9 @@ def status_lines(steps: list[Step]) -> str:
 def status_text(steps: list[Step], text: str, error: str | None, limit: int) -> str:
     """The stages, the answer so far (its start, clipped) and an error that ended it, within `limit`."""
     head = status_lines(steps) or "-# ⏳ Working on it…"
-    tail = f"\n\n⚠️ {error}" if error else ""
+    tail = f"\n\n⚠️ {shown_text(error)}" if error else ""
     room = limit - len(head) - len(tail) - 2
-    body = clip(text.strip(), max(room, 0)) if text.strip() and room > 20 else ""
+    body = clip(shown(text.strip()), max(room, 0)) if text.strip() and room > 20 else ""
     return head + (f"\n\n{body}" if body else "") + tail
 
 

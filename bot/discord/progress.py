@@ -11,6 +11,8 @@ import discord
 from bot.progress import ThrottledProgress
 from core import Progress
 
+from .render import shown_text
+
 log = logging.getLogger("pixelrag.discord")
 
 PROGRESS_EVERY_S = 2.0  # Discord rate-limits message edits
@@ -19,7 +21,7 @@ PROGRESS_EVERY_S = 2.0  # Discord rate-limits message edits
 def describe_progress(p: Progress) -> str:
     if p.stage == "wait":
         return "⏳ Waiting for another build of the index to finish…"
-    what = f" **{p.document}**" if p.document else ""
+    what = f" **{shown_text(p.document)}**" if p.document else ""
     return f"⏳ Indexing{what}: {p.stage} {p.done}/{p.total}…"
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import discord
 
 from bot.text_split import clip, split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, own_and_shared
+from core import Answer, Citation, Document, IndexReport, literal, own_and_shared
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -32,6 +32,28 @@ TOPIC_COLOURS = {
     "price": discord.Colour.gold(),
     "other": discord.Colour.light_grey(),
 }
+
+
+# Sent with every message and edit: discord.py adds the client's setting only to requests that carry
+# `content`, and a Components V2 edit carries none, so Discord would parse its text displays' mentions.
+NO_PINGS = discord.AllowedMentions.none()
+
+
+def shown(markdown: str) -> str:
+    """The core's Markdown as Discord text that pings and links nothing: `\\<` keeps `<@id>`, `<#id>` and
+    `<@&id>` from forming, escape_mentions breaks `@everyone` and `@here` with a zero-width space (what
+    the page prints stays readable); the core already made Markdown links inert (core/markup.py)."""
+    return discord.utils.escape_mentions(markdown.replace("<", "\\<"))
+
+
+def shown_text(text: str) -> str:
+    """Plain text (a title, a quote, a question) as Discord Markdown that shows it as written."""
+    return shown(literal(text))
+
+
+def code(text: str) -> str:
+    """Text in a code span, where nothing acts; a backtick in it would end the span early."""
+    return "`" + text.replace("`", "'") + "`"
 
 
 @dataclass
@@ -63,8 +85,8 @@ class Outgoing:
     def kwargs(self) -> dict:
         """Keyword arguments for Messageable.send / Webhook.send (empty lists left out)."""
         if self.layout is not None:
-            return {"view": self.layout, **({"files": self.files} if self.files else {})}
-        out: dict = {}
+            return {"view": self.layout, "allowed_mentions": NO_PINGS, **({"files": self.files} if self.files else {})}
+        out: dict = {"allowed_mentions": NO_PINGS}
         if self.content:
             out["content"] = self.content
         if self.embeds:
@@ -78,8 +100,9 @@ class Outgoing:
     def edit_kwargs(self) -> dict:
         """The same for Message.edit, replacing what a streamed message showed."""
         if self.layout is not None:
-            return {"view": self.layout, "attachments": self.files}
-        return {"content": self.content, "embeds": self.embeds, "attachments": self.files, "view": self.view}
+            return {"view": self.layout, "attachments": self.files, "allowed_mentions": NO_PINGS}
+        return {"content": self.content, "embeds": self.embeds, "attachments": self.files, "view": self.view,
+                "allowed_mentions": NO_PINGS}
 
 
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
@@ -108,9 +131,8 @@ class _Card:
 
 def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_limit: int,
                    notes: list[str]) -> _Card:
-    title = f"{cite.title} p. {cite.page}"[:256]
-    quote = cite.quote.strip()
-    quote = clip(quote, MAX_QUOTE)
+    title = clip(shown_text(f"{cite.title} p. {cite.page}"), 256)
+    quote = shown_text(clip(cite.quote.strip(), MAX_QUOTE))
     embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour)
     if cite.highlight is not None:
         embed.set_footer(text="exact highlight" if cite.highlight.kind == "exact" else "approximate region")
@@ -144,7 +166,7 @@ def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE
     extra = list(notes)
     notes = []
     if answer.clarifying_question:
-        text = f"❓ {answer.clarifying_question.strip()}"
+        text = f"❓ {shown_text(answer.clarifying_question.strip())}"
         return text_messages(_with_notes(text, extra + list(answer.notes)))
 
     colour = TOPIC_COLOURS.get(answer.topic, TOPIC_COLOURS["other"])
@@ -172,11 +194,11 @@ def answer_text(answer: Answer, notes: list[str]) -> str:
     if answer.topic_label:  # only a topic the Jev selector decided with confidence
         parts.append(f"-# 🏷️ Topic: **{answer.topic_label}**")
     if answer.changed_question and answer.interpreted_question.strip():
-        parts.append(f"> Interpreted as: *{answer.interpreted_question.strip()}*")
-    parts.append(answer.markdown.strip() or "(no answer text)")
+        parts.append(f"> Interpreted as: *{shown_text(answer.interpreted_question.strip())}*")
+    parts.append(shown(answer.markdown.strip()) or "(no answer text)")
     missing = [lim for lim in answer.limitations if lim.strip() and lim.strip() not in answer.markdown]
     if missing:
-        parts.append("**Limitations**\n" + "\n".join(f"- {lim.strip()}" for lim in missing))
+        parts.append("**Limitations**\n" + "\n".join(f"- {shown_text(lim.strip())}" for lim in missing))
     return _with_notes("\n\n".join(parts), notes)
 
 
@@ -192,7 +214,7 @@ def _fits(msg: Outgoing, card: _Card, upload_limit: int) -> bool:
 def _with_notes(text: str, notes: list[str]) -> str:
     if not notes:
         return text
-    return text + "\n\n" + "\n".join(f"-# ⚠️ {n.strip()}" for n in notes if n.strip())
+    return text + "\n\n" + "\n".join(f"-# ⚠️ {shown_text(n.strip())}" for n in notes if n.strip())
 
 
 def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
@@ -204,7 +226,8 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
     for heading, group in (("This server", own), ("Shared collection", shared)):
         if group:
             lines.append(f"**{heading}** ({len(group)})")
-            lines += [f"- {d.title} — `{d.file_name}`, {d.page_count} pages (`{d.doc_id}`)" for d in group]
+            lines += [f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)"
+                      for d in group]
             lines.append("")
     return text_messages("\n".join(lines))
 
@@ -212,10 +235,10 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
 def describe_report(report: IndexReport) -> str:
     """What an indexing run did, for the message that closes it."""
     lines = [
-        f"Indexed **{d.title}** (`{d.file_name}`, {d.page_count} pages)." for d in report.documents
+        f"Indexed **{shown_text(d.title)}** ({code(d.file_name)}, {d.page_count} pages)." for d in report.documents
     ]
     if report.documents:
         lines.append(f"-# {report.pages_embedded} pages read, {report.pages_reused} reused from the previous index.")
-    lines += [f"Already up to date: **{d.title}** (unchanged)." for d in report.unchanged]
-    lines += [f"⚠️ {s}" for s in report.skipped + report.warnings]
+    lines += [f"Already up to date: **{shown_text(d.title)}** (unchanged)." for d in report.unchanged]
+    lines += [f"⚠️ {shown_text(s)}" for s in report.skipped + report.warnings]
     return "\n".join(lines) or "Nothing was indexed."

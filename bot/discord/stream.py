@@ -22,7 +22,7 @@ from core import Step, TextDelta
 
 from .delivery import Send, deliver, deliver_answer, layout_refused
 from .layout import Rendered, status_layout, status_text
-from .render import MAX_CONTENT
+from .render import MAX_CONTENT, NO_PINGS
 
 log = logging.getLogger("pixelrag.discord")
 
@@ -155,8 +155,8 @@ class AnswerStream:
     def _status(self, error: str | None = None, keep_text: bool = True) -> dict:
         steps, text = list(self._steps.values()), self._text if keep_text else ""
         if self.v2:
-            return {"view": status_layout(steps, text, error)}
-        return {"content": status_text(steps, text, error, MAX_CONTENT)}
+            return {"view": status_layout(steps, text, error), "allowed_mentions": NO_PINGS}
+        return {"content": status_text(steps, text, error, MAX_CONTENT), "allowed_mentions": NO_PINGS}
 
     async def _drain(self) -> None:
         """The writer stopped: an edit in flight finished, a waiting one dropped (the final one follows)."""

@@ -21,6 +21,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Document, Service, own_and_shared
 
+from .render import plain
+
 log = logging.getLogger("pixelrag.slack")
 
 TITLE_LIMIT = 60  # a thread list entry shows about this much; Slack documents no maximum
@@ -56,8 +58,8 @@ def suggested_prompts(documents: list[Document], scope: str) -> list[dict]:
     prompts = []
     for document in (own + shared)[:MAX_PROMPTS]:
         title = " ".join(document.title.split()) or document.file_name
-        prompts.append({"title": shorten(f"About {title}", PROMPT_TITLE_LIMIT),
-                        "message": f"What are the key facts in {shorten(title, 200)}?"})
+        prompts.append({"title": plain(shorten(f"About {title}", PROMPT_TITLE_LIMIT)),
+                        "message": plain(f"What are the key facts in {shorten(title, 200)}?")})
     return prompts
 
 
@@ -69,7 +71,7 @@ class AgentView:
                     files: list[dict]) -> None:
         try:
             await client.assistant_threads_setTitle(channel_id=channel, thread_ts=thread_ts,
-                                                    title=thread_title(question, files))
+                                                    title=plain(thread_title(question, files)))
         except Exception as exc:
             log.info("thread title not set in %s/%s: %s", channel, thread_ts, exc)
 

@@ -42,6 +42,20 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def slack_markdown(markdown: str) -> str:
+    """The core's Markdown as a markdown block's (or a stream's) text. Every `<` is an entity, so what a
+    document prints as `<!channel>`, `<@U…>` or `<https://…|label>` shows as written and never pings or
+    links; the core already made Markdown links inert (core/markup.py). One character at a time, so a
+    stream's pieces come out as the whole would."""
+    return markdown.replace("<", "&lt;")
+
+
+def plain(text: str) -> str:
+    """Text for fields Slack shows as they are (file titles, alt texts, task titles, prompts), where an
+    entity would show as typed: a word joiner after each `<` keeps `<!channel>` from forming, unseen."""
+    return text.replace("<", "<\u2060")
+
+
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
     return split_pieces(text, limit)
 
@@ -70,7 +84,7 @@ def markdown(text: str) -> dict:
 
 
 def markdown_blocks(text: str) -> list[dict]:
-    """The reader's Markdown as written, split at paragraph ends into blocks Slack takes."""
+    """Markdown already made safe for Slack (`slack_markdown`), split at paragraph ends into blocks Slack takes."""
     return [markdown(piece) for piece in split_text(text, MARKDOWN_PIECE)]
 
 
@@ -81,7 +95,7 @@ def answer_blocks(answer: Answer) -> list[dict]:
         blocks.append(context(f"{TOPIC_MARKS.get(answer.topic_label, TOPIC_MARKS['other'])} Topic: *{answer.topic_label}*"))
     if answer.changed_question and answer.interpreted_question.strip():
         blocks.append(context(f"Interpreted as: {escape(answer.interpreted_question.strip())}"))
-    blocks += markdown_blocks(answer.markdown) or [section("_(no answer text)_")]
+    blocks += markdown_blocks(slack_markdown(answer.markdown)) or [section("_(no answer text)_")]
     return blocks + evidence_blocks(answer)
 
 
@@ -133,14 +147,15 @@ def render_answer(answer: Answer, turn_id: int | None = None) -> list[dict]:
         question = escape(answer.clarifying_question.strip())
         blocks = [section(f":question: {piece}") for piece in split_text(question, SECTION_LIMIT - 20)]
         return pack_messages(blocks, answer.clarifying_question.strip())
-    fallback = " ".join(answer.markdown.split()) or "Answer"
+    fallback = escape(" ".join(answer.markdown.split())) or "Answer"
     return with_feedback(pack_messages(answer_blocks(answer), fallback), turn_id)
 
 
 def stream_end(answer: Answer, turn_id: int | None, overflow: str = "") -> tuple[list[dict], list[dict]]:
     """The blocks chat.stopStream puts under a streamed answer, and the messages that follow it: the
-    text that did not fit in the streamed message (then everything after it follows it too), the
-    evidence beyond one message, and the feedback buttons at the very end."""
+    text that did not fit in the streamed message (`overflow`, as streamed: already `slack_markdown`;
+    then everything after it follows it too), the evidence beyond one message, and the feedback
+    buttons at the very end."""
     if answer.clarifying_question:
         return [], []
     fallback = " ".join(overflow.split()) or "Sources of the answer above"
@@ -185,9 +200,9 @@ def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
             if not data:
                 continue
             suffix = " (highlight)" if kind == "highlight" else ""
-            items.append({"content": data, "title": f"{citation.title} p. {citation.page}{suffix}{quote}",
+            items.append({"content": data, "title": plain(f"{citation.title} p. {citation.page}{suffix}{quote}"),
                           "filename": f"{stem}-p{citation.page}-{kind}{ext}",
-                          "alt_txt": f"{citation.label}{' highlight' if suffix else ' preview'}"})
+                          "alt_txt": plain(f"{citation.label}{' highlight' if suffix else ' preview'}")})
             if len(items) >= limit:
                 return items
     return items

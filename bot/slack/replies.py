@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core import Answer, PixelragError
 
 from . import render
-from .stream import AnswerStream
+from .stream import AnswerStream, error_code
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -89,7 +89,7 @@ class Thread:
             reaction = True
         except SlackApiError as exc:
             # Already there (a redelivery after a restart): ours to take away when the answer is out.
-            reaction = exc.response.get("error") == "already_reacted"
+            reaction = error_code(exc) == "already_reacted"
         except Exception as exc:
             log.debug("reaction not added: %s", exc)
         try:

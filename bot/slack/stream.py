@@ -18,7 +18,9 @@ from typing import Callable
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Step, TextDelta
+from core import Step, TextDelta, literal
+
+from .render import plain, slack_markdown
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -55,14 +57,15 @@ class AnswerStream:
         if self.broken:
             return
         if isinstance(event, Step):
-            chunk = {"type": "task_update", "id": event.key, "title": event.title[:250], "status": event.status}
+            # Titles and details name documents and echo the question: shown as they are, never acting.
+            chunk = {"type": "task_update", "id": event.key, "title": plain(event.title)[:250], "status": event.status}
             if event.detail:
-                chunk["details"] = event.detail[:1000]
+                chunk["details"] = plain(event.detail)[:1000]
             self._tasks[event.key] = chunk
             if event.key not in self._changed:
                 self._changed.append(event.key)
         elif event.text:
-            self._text += event.text
+            self._text += slack_markdown(event.text)  # what is kept and counted is what Slack is sent
         if self._writer is None or self._writer.done():
             self._writer = asyncio.ensure_future(self._write())
         self._wake.set()
@@ -77,7 +80,7 @@ class AnswerStream:
         if not self.live:
             await self._abandon()
             return None
-        rest = remainder(self.streamed + self._text, markdown)
+        rest = remainder(self.streamed + self._text, slack_markdown(markdown))
         tail, overflow = fit(self.streamed, self._text + rest, final=True)
         self._text = ""
         blocks, after = ending(overflow)
@@ -105,7 +108,7 @@ class AnswerStream:
             if chunk["status"] == "in_progress":
                 self._tasks[key] = {**chunk, "status": "error"}
                 self._changed.append(key)
-        text = fit(self.streamed, self._text, final=True)[0] + f"\n\n:warning: {message}"
+        text = fit(self.streamed, self._text, final=True)[0] + f"\n\n:warning: {slack_markdown(literal(message))}"
         chunks = self._pending_chunks() + [{"type": "markdown_text", "text": fit(self.streamed, text, final=True)[0]}]
         try:
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks)
@@ -159,7 +162,7 @@ class AnswerStream:
                 self._wake.set()
                 return
             self.broken = True
-            reason = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            reason = error_code(exc) or type(exc).__name__
             if self.ts is None:
                 log.warning("Slack refused to stream the answer in %s/%s (%s); it is posted when it is done",
                             self.channel, self.thread_ts, reason)
@@ -193,6 +196,13 @@ class AnswerStream:
         with contextlib.suppress(Exception):
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[
                 {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}])
+
+
+def error_code(exc: BaseException) -> str | None:
+    """Slack's error code for a refused call ("ratelimited", "already_reacted"); None for anything else,
+    a proxy's HTML error page in front of Slack included (slack_sdk then holds a string, not JSON)."""
+    data = exc.response.data if isinstance(exc, SlackApiError) else None
+    return str(data.get("error")) if isinstance(data, dict) and data.get("error") else None
 
 
 def _rate_limited(exc: Exception) -> bool:

@@ -25,6 +25,11 @@ keeps every state a message was in, `rate_limited` every refused edit. `click` a
 a button click or a slash command to discord.py's own interaction handling; the bot's callback,
 follow-ups (`/webhooks/{app}/{token}`, refused before the interaction was answered) and their edits
 come back here.
+
+What a message would set off is recorded in `acted` (eval/fakes/markup.py): the mentions in its
+content and text displays that Discord would notify under the request's `allowed_mentions` (absent:
+every kind is parsed, on an edit as on a send), and masked links whose label hides the target, in
+content, text displays and embeds.
 """
 from __future__ import annotations
 
@@ -38,7 +43,8 @@ from typing import Callable
 import discord
 from aiohttp import web
 
-from .discord_rules import V2_FLAG, Refused, check_edit, check_message
+from .discord_rules import V2_FLAG, Refused, check_edit, check_message, walk
+from .markup import discord_pings, hidden_links
 
 BOT_USER = {"id": "999", "username": "pixelrag", "discriminator": "0", "global_name": None, "avatar": None,
             "bot": True}
@@ -70,6 +76,7 @@ class FakeDiscord:
         self.versions: dict[str, list[dict]] = {}  # id -> every state it was in, first the one sent
         self.rate_limited: list[str] = []  # ids of messages whose edit got a 429
         self.refused: list[dict] = []  # the error bodies of refused messages
+        self.acted: list[str] = []  # pings and hidden links the bot's messages would set off
         self.interaction_replies: dict[str, dict] = {}  # interaction id -> its callback body
         self._edits: dict[str, list[float]] = {}  # recent edits, for the rate limit
         self.edit_times: dict[str, list[float]] = {}  # every accepted edit's time on `clock`
@@ -251,6 +258,7 @@ class FakeDiscord:
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
             return self._refusal(refused)
+        self._note_acting(payload)
         message = self._message(channel, payload, self._attachments(channel, payload, files))
         self.messages[message["id"]] = message
         self.versions[message["id"]] = [json.loads(json.dumps(message))]
@@ -279,6 +287,7 @@ class FakeDiscord:
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
             return self._refusal(refused)
+        self._note_acting(payload)
         if "attachments" in payload:  # the kept ones, then the new uploads
             kept = {str(a.get("id")) for a in payload["attachments"]}
             merged["attachments"] = [a for a in old["attachments"] if a["id"] in kept] + \
@@ -287,6 +296,15 @@ class FakeDiscord:
         self.messages[mid] = merged
         self.versions[mid].append(json.loads(json.dumps(merged)))
         return _json(merged)
+
+    def _note_acting(self, payload: dict) -> None:
+        texts = [payload.get("content") or ""] + [c.get("content") or "" for c in walk(payload.get("components") or [])
+                                                  if c.get("type") == 10]
+        embeds = [str(e.get(k) or "") for e in payload.get("embeds") or [] for k in ("title", "description")]
+        embeds += [str(f.get("value") or "") for e in payload.get("embeds") or [] for f in e.get("fields") or []]
+        for text in texts:
+            self.acted += discord_pings(text, payload.get("allowed_mentions"))
+        self.acted += [f"link to {href}" for text in texts + embeds for href in hidden_links(text)]
 
     # ---- interactions ----------------------------------------------------------------------------
 

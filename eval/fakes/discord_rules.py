@@ -33,10 +33,10 @@ def _form(field: str, code: str, message: str) -> Refused:
     return Refused(50035, "Invalid Form Body", {field: {"_errors": [{"code": code, "message": message}]}})
 
 
-def _walk(components: list[dict]):
+def walk(components: list[dict]):
     for c in components:
         yield c
-        yield from _walk(c.get("components") or [])
+        yield from walk(c.get("components") or [])
         if isinstance(c.get("accessory"), dict):
             yield c["accessory"]
 
@@ -51,7 +51,7 @@ def _media_url(c: dict) -> list[str]:
 
 def _check_rows(components: list[dict]) -> None:
     seen: set[str] = set()
-    for c in _walk(components):
+    for c in walk(components):
         if c.get("type") == 1:
             buttons = c.get("components") or []
             if not 1 <= len(buttons) <= 5:
@@ -82,7 +82,7 @@ def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
                             "with Components V2.")
         if not components:
             raise Refused(50006, "Cannot send an empty message")
-        every = list(_walk(components))
+        every = list(walk(components))
         if len(every) > MAX_COMPONENTS:
             raise _form("components", "COMPONENT_LAYOUT_TOO_MANY", f"At most {MAX_COMPONENTS} components.")
         for c in components:

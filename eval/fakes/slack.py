@@ -44,6 +44,11 @@ thread_ts when the manifest declares agent_view (Slack's docs: the call then fai
 fake refuses it so a test sees it). Titles and prompts need assistant:write; setStatus takes
 chat:write too (accepted since March 2026).
 
+Text that Slack would act on is recorded in `acted` (eval/fakes/markup.py): a control sequence
+(`<!channel>`, `<@U…>`, `<#C…>`, `<https://…|label>`) in any string of any request, strictly (in
+mrkdwn, in a markdown block, a stream's text joined across its appends, and plain-text fields too),
+and a CommonMark link or image whose label hides its target in markdown blocks and streamed text.
+
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
 from __future__ import annotations
@@ -59,6 +64,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aiohttp import web
+
+from .markup import hidden_links, slack_tokens
 
 BOT_TOKEN = "xoxb-test-token"
 BOT_USER_ID = "UBOT"
@@ -269,9 +276,12 @@ class FakeSlack:
         self.suggested_prompts: dict[str, dict] = {}  # channel -> {"title", "prompts"} last set
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self.http_errors: dict[str, list[int]] = {}  # method -> HTTP statuses to answer first, one per call
+        self.proxy_errors: dict[str, list[int]] = {}  # the same, answered with a load balancer's HTML page
         self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
+        # (method, what) for text Slack would act on: a mention or broadcast, a link hidden behind its label
+        self.acted: list[tuple[str, str]] = []
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
         self.rate_limited = 0  # 429s answered
         self.appends_limited = 0  # the next n chat.appendStream calls are rate limited, whatever the budget
@@ -443,6 +453,7 @@ class FakeSlack:
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(Call(method, params, dict(request.headers)))
+        self._note_acting(method, params)
         if not self._authorized(request):
             return self._refuse(method, "invalid_auth")
         needed = self._needed_scope(method, params)
@@ -450,6 +461,10 @@ class FakeSlack:
         if options and not self.scopes & set(options):
             return self._refuse(method, "missing_scope", needed=",".join(options), provided=",".join(sorted(self.scopes)))
         # Failures a test asked for are answered, not counted in `refused`.
+        if self.proxy_errors.get(method):
+            status = self.proxy_errors[method].pop(0)
+            return web.Response(status=status, content_type="text/html",
+                                text=f"<html><body><h1>{status} Service Unavailable</h1></body></html>")
         if self.http_errors.get(method):
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
@@ -478,6 +493,14 @@ class FakeSlack:
         if isinstance(result, str):  # an error code
             return self._refuse(method, result)
         return web.json_response({"ok": True, **result})
+
+    def _note_acting(self, method: str, params: Any) -> None:
+        """Every string a request carries, checked for what Slack would act on (markdown ones also for
+        hidden links); a stream's whole text is checked again as it grows (_stream_content)."""
+        for text, is_markdown in _strings(params):
+            self.acted += [(method, token) for token in slack_tokens(text)]
+            if is_markdown:
+                self.acted += [(method, f"link to {href}") for href in hidden_links(text)]
 
     def _rate_limited(self, channel: str) -> bool:
         """A token bucket per channel: POST_BURST posts at once, then one more per second."""
@@ -549,12 +572,17 @@ class FakeSlack:
                 details = task.get("details", "") + chunk.get("details", "")  # title and status replace, details append
                 task.update({k: v for k, v in chunk.items() if k != "type"}, details=details)
         message["text"] = stream["markdown"]
+        # Appends join into one message: a token cut in two by the bot's chunks is whole in Slack.
+        whole = slack_tokens(stream["markdown"]) + [f"link to {h}" for h in hidden_links(stream["markdown"])]
+        new = [t for t in whole if t not in stream["acted"]]
+        stream["acted"] += new
+        self.acted += [("chat stream", t) for t in new]
 
     def _m_chat_startStream(self, params: dict) -> dict:
         ts = self._new_ts()
         message = {"ts": ts, "text": "", "bot_id": BOT_ID, "user": BOT_USER_ID, "thread_ts": params.get("thread_ts"),
                    "stream": {"state": "streaming", "started": time.monotonic(), "markdown": "", "chunks": [],
-                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id")}}
+                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id"), "acted": []}}
         self._stream_content(message, params)
         self.messages.setdefault(params["channel"], []).append(message)
         return {"channel": params["channel"], "ts": ts}
@@ -757,6 +785,7 @@ class FakeSlack:
         name = request.match_info["name"]
         body = await request.json()
         self.calls.append(Call("response_url", body, dict(request.headers)))
+        self._note_acting("response_url", body)
         uses = self._response_urls.setdefault(name, [])
         if len(uses) >= RESPONSE_URL_USES or (uses and time.time() - uses[0] > RESPONSE_URL_LIFETIME_S):
             self.refused.append(("response_url", "used_url"))
@@ -845,6 +874,20 @@ def chunks_error(chunks: Any) -> str | None:
         else:
             return "invalid_chunks"
     return None
+
+
+def _strings(value: Any, markdown: bool = False):
+    """(text, read as Markdown) for every string in a request's parameters: markdown blocks,
+    markdown_text chunks and the markdown_text parameter are Markdown, the rest mrkdwn or plain text."""
+    if isinstance(value, str):
+        yield value, markdown
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        typed_markdown = value.get("type") in ("markdown", "markdown_text")
+        for key, item in value.items():
+            yield from _strings(item, key == "markdown_text" or (key == "text" and typed_markdown))
 
 
 def block_text(blocks: Any) -> list[str]:

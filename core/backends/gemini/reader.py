@@ -5,6 +5,7 @@ from typing import Any, Callable, Sequence
 
 from google.genai import types
 
+from ...markup import inert
 from ...records import TOPICS, Box, Draft, DraftCitation, QueryImage, ReaderPage
 from .calls import GeminiCalls, json_answer, json_text
 from .partial import StreamedString
@@ -103,7 +104,7 @@ class GeminiReader:
                 pieces.append(piece)
                 if new := answer.feed(piece):
                     shown = True
-                    on_text(new)
+                    on_text(inert(new))  # the model may copy a page's links: shown as written, as in _draft
                 last = chunk
             return "".join(pieces), last
 
@@ -133,7 +134,7 @@ class GeminiReader:
 
     def _draft(self, data: dict, refs: dict[str, ReaderPage]) -> Draft:
         return Draft(
-            markdown=str(data.get("answer") or "").strip(),
+            markdown=inert(str(data.get("answer") or "").strip()),
             citations=tuple(self._citation(c, refs) for c in data.get("citations") or [] if isinstance(c, dict)),
             limitations=strings(data.get("limitations")),
             topic=data.get("topic") if data.get("topic") in TOPICS else "other",

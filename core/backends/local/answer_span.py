@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ...markup import literal
 from ...text import STOPWORDS, fold
 
 MAX_SPANS = 4
@@ -61,17 +62,18 @@ def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int
 
 
 def in_bold(words: Sequence[str], question: str, quantity: bool) -> str:
-    """The passage's text with its answering runs in Markdown bold; punctuation that ends a run stays outside."""
+    """The passage's text as Markdown that shows it as printed, with its answering runs in bold;
+    punctuation that ends a run stays outside."""
     marks = {start: end for start, end in spans(words, question, quantity)}
     out, i = [], 0
     while i < len(words):
         if i not in marks:
-            out.append(words[i])
+            out.append(literal(words[i]))
             i += 1
             continue
         text = " ".join(words[i:marks[i]])
         core = text.rstrip(TRAILING).lstrip("([")
         at = text.index(core) if core else 0
-        out.append(f"{text[:at]}**{core}**{text[at + len(core):]}" if core else text)
+        out.append(f"{literal(text[:at])}**{literal(core)}**{literal(text[at + len(core):])}" if core else literal(text))
         i = marks[i]
     return " ".join(out)

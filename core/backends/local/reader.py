@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...field_names import field_names_in, language_of, name_in
+from ...markup import literal
 from ...names import name_runs
 from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
 from ...text import STOPWORDS, content_tokens, fold, stem
@@ -205,7 +206,7 @@ def repeated_lines(pages_lines: list[list[tuple[Word, ...]]], margin: float = 0.
 
 def _column_names(p: Passage) -> str:
     """A quoted table row is read with its header: which value is whose."""
-    return "_" + p.header.replace("_", " ") + ":_ " if p.header else ""
+    return "_" + literal(p.header.replace("_", " ")) + ":_ " if p.header else ""
 
 
 def concepts(question: str, query: set[str]) -> list[set[str]]:
@@ -379,7 +380,7 @@ class ExtractiveReader:
         lines = [LOCAL_NOTICE, ""]
         for n, p in enumerate(chosen, 1):
             quote = in_bold([w.text for w in p.words], question, quantity)
-            lines.append(f"{n}. {_column_names(p)}“{quote}” — **{p.page.hit.title}**, p. {p.page.hit.page}")
+            lines.append(f"{n}. {_column_names(p)}“{quote}” — **{literal(p.page.hit.title)}**, p. {p.page.hit.page}")
         if not chosen:
             lines.append("Nothing on the retrieved pages matches the question.")
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
