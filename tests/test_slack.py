@@ -798,6 +798,58 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
             await server
 
 
+async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_line(fake, tmp_path, caplog):
+    import asyncio
+    import logging
+
+    import aiohttp
+
+    from bot.slack import serve
+
+    port = closed_port()
+    server = asyncio.ensure_future(serve(base_settings(fake, tmp_path), http=True, port=port))
+    message = {"type": "event_callback", "team_id": "T1", "event": {"type": "app_mention", "user": "U1",
+                                                                     "text": f"<@{BOT_USER_ID}> hi"}}
+    bodies = [("not json", "application/json"), ("[1, 2]", "application/json"),
+              (json.dumps(message), "application/json"),  # a message event without ts or channel
+              ("[" * 50_000 + "]" * 50_000, "application/json"),
+              (json.dumps({"type": "event_callback", "event": "text"}), "application/json"),
+              ("payload=%%%garbage", "application/x-www-form-urlencoded"),
+              ("payload=[1]", "application/x-www-form-urlencoded"), ("a&&=b=c", "application/x-www-form-urlencoded")]
+    url = f"http://127.0.0.1:{port}/slack/events"
+    try:
+        async with aiohttp.ClientSession() as session:
+            async def post(raw: str, content_type: str) -> int:
+                stamp = str(int(time.time()))
+                headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp,
+                           "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)}
+                async with session.post(url, data=raw.encode(), headers=headers) as response:
+                    return response.status
+
+            for _ in range(200):  # until the server is listening
+                try:
+                    await post("{}", "application/json")
+                    break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.05)
+            with caplog.at_level(logging.WARNING):
+                caplog.clear()
+                assert [await post(raw, kind) for raw, kind in bodies] == [400] * len(bodies)
+            lines = [r for r in caplog.records if r.name.startswith(("pixelrag", "aiohttp", "slack_bolt"))]
+            assert len(lines) == len(bodies) and not any(r.exc_info for r in lines), caplog.text
+            assert all("Slack would not send" in r.getMessage() for r in lines)
+            # A request Slack does send is still answered.
+            event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> hi", "ts": "1700009998.000001",
+                     "channel": CHANNEL}
+            fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
+            assert await post(json.dumps({**message, "event_id": "EvOK", "event": event}), "application/json") == 200
+        await fake.wait_for(lambda: fake.posts(event["ts"]))
+    finally:
+        server.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await server
+
+
 async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_process(fake, brochure, brochure_index,
                                                                                  tmp_path):
     """The command a team runs, as its own process: a signed event with a screenshot (a real render of
@@ -913,9 +965,13 @@ async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slac
     # Slack refuses even the plain text: the answer stays in thread memory, and asking again posts it
     # without searching again.
     slack.fake.fail["chat.postMessage"] = "internal_error"
+    uploads = len(slack.fake.calls_to("files.completeUploadExternal"))
     event, _ = await slack.mention("What is the X200 motor power?", thread_ts=event["ts"])
     await slack.bot.drain()
     del slack.fake.fail["chat.postMessage"]
+    # No "evidence for the answer above" under no answer, and the question shows ⚠️, not 👀 or nothing.
+    assert len(slack.fake.calls_to("files.completeUploadExternal")) == uploads
+    assert {name for channel, ts, name in slack.fake.reactions if ts == event["ts"]} == {"warning"}
     asked = len(slack.service.turns)
     await slack.mention("What is the X200 motor power?", thread_ts=event["thread_ts"])
     await slack.bot.drain()

@@ -125,8 +125,9 @@ class SlackQuestions:
             # broken, or a stored reply sent again) the whole rendering is posted, as before streaming.
             after = None if stream is None or answer is None else await stream.finish(
                 answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
-            if await thread.post_answer(reply.rendered if after is None else after):
-                await self.conversation.delivered(reply)
+            if not await thread.post_answer(reply.rendered if after is None else after):
+                return  # no evidence "for the answer above" under no answer
+            await self.conversation.delivered(reply)
             if answer is not None and not answer.clarifying_question:
                 await thread.upload_previews(answer)
 

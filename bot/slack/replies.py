@@ -20,6 +20,7 @@ from .stream import AnswerStream, error_code
 log = logging.getLogger("pixelrag.slack")
 
 WORKING_REACTION = "eyes"
+UNDELIVERED_REACTION = "warning"  # left on a question when Slack took no message about it at all
 
 
 class Thread:
@@ -27,6 +28,7 @@ class Thread:
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str | None):
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
+        self.unheard = False  # Slack refused every message about the question: its 👀 becomes ⚠️
 
     async def post(self, text: str) -> str | None:
         """A plain message; its ts, or None when Slack refused it."""
@@ -38,8 +40,8 @@ class Thread:
             log.exception("could not post to %s", self.channel)
             return None
 
-    async def warn(self, text: str) -> None:
-        await self.post(f":warning: {render.escape(text)}")
+    async def warn(self, text: str) -> bool:
+        return await self.post(f":warning: {render.escape(text)}") is not None
 
     async def post_answer(self, messages: list[dict]) -> bool:
         """Post the answer's messages (the client retries 429 and 5xx with backoff). A message still
@@ -58,8 +60,9 @@ class Thread:
                                                        unfurl_links=False, unfurl_media=False)
             except Exception:
                 log.exception("posting the plain answer to %s/%s failed too", self.channel, self.thread_ts)
-                await self.post(":warning: The answer could not be posted (Slack refused it). Ask the same question "
-                                "again to get it without searching again.")
+                if await self.post(":warning: The answer could not be posted (Slack refused it). Ask the same "
+                                   "question again to get it without searching again.") is None:
+                    self.unheard = True
                 return False
         return True
 
@@ -82,7 +85,9 @@ class Thread:
 
     @contextlib.asynccontextmanager
     async def working(self, ts: str):
-        """👀 on the question and the assistant thread status while the block runs; both taken away after."""
+        """👀 on the question and the assistant thread status while the block runs; both taken away after.
+        When Slack took no message about the question (`unheard`), ⚠️ takes the 👀's place: the asker
+        must not read the missing answer as one still being written, nor as one given."""
         reaction = status = False
         try:
             await self.client.reactions_add(channel=self.channel, timestamp=ts, name=WORKING_REACTION)
@@ -105,6 +110,9 @@ class Thread:
                 with contextlib.suppress(Exception):
                     await self.client.assistant_threads_setStatus(channel_id=self.channel, thread_ts=self.thread_ts,
                                                                   status="")
+            if self.unheard:
+                with contextlib.suppress(Exception):
+                    await self.client.reactions_add(channel=self.channel, timestamp=ts, name=UNDELIVERED_REACTION)
             if reaction:
                 with contextlib.suppress(Exception):
                     await self.client.reactions_remove(channel=self.channel, timestamp=ts, name=WORKING_REACTION)
@@ -123,5 +131,5 @@ class Thread:
             else:
                 log.exception("%s in %s/%s failed", what, self.channel, self.thread_ts)
                 message = f"Sorry, something went wrong while {what}. The details are in the bot's log."
-            if stream is None or not await stream.fail(message):
-                await self.warn(message)
+            if (stream is None or not await stream.fail(message)) and not await self.warn(message):
+                self.unheard = True

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from urllib.parse import parse_qs
 
 from core import BadInput, Service, Settings, thread_memory
 
@@ -46,10 +48,45 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
         await threads.close()
 
 
+def malformed(body: bytes, content_type: str) -> str | None:
+    """Why a request is not one Slack sends (so Bolt, which would fail on it with a traceback and a
+    500, is not given it), or None. Slack posts a JSON object (events), or a form: a slash command's
+    fields, or an interaction's `payload` holding a JSON object."""
+    try:
+        if content_type == "application/json":
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                return "the JSON body is not an object"
+            event = data.get("event")
+            if data.get("type") == "event_callback" and not isinstance(event, dict):
+                return "the event is not an object"
+            if isinstance(event, dict) and event.get("type") in ("message", "app_mention") and \
+                    not (isinstance(event.get("ts"), str) and isinstance(event.get("channel"), str)):
+                return "the message event has no ts or channel"
+            return None
+        form = parse_qs(body.decode("utf-8"), strict_parsing=bool(body), max_num_fields=100)
+        if "payload" in form and not isinstance(json.loads(form["payload"][0]), dict):
+            return "the payload is not a JSON object"
+        return None
+    except RecursionError:
+        return "the JSON is nested too deeply"
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"the body cannot be read ({type(exc).__name__})"
+
+
 async def serve_http(app, port: int) -> None:
     from aiohttp import web
 
-    runner = web.AppRunner(app.web_app(path="/slack/events", port=port))
+    @web.middleware
+    async def refuse_malformed(request: web.Request, handler):
+        if request.method == "POST" and (reason := malformed(await request.read(), request.content_type)):
+            log.warning("refused a request to %s that Slack would not send: %s", request.path, reason)
+            return web.Response(status=400, text=reason)
+        return await handler(request)  # the body read here is kept for Bolt to read again
+
+    web_app = app.web_app(path="/slack/events", port=port)
+    web_app.middlewares.append(refuse_malformed)
+    runner = web.AppRunner(web_app)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", port).start()
     log.info("Slack Events API on :%d/slack/events", port)
