@@ -87,8 +87,11 @@ class PageImage:
     filter that does not alias small print)."""
 
     def __init__(self, jpeg: bytes):
-        with Image.open(io.BytesIO(jpeg)) as img:
-            self.full = img.convert("RGB")
+        try:
+            with Image.open(io.BytesIO(jpeg)) as img:
+                self.full = img.convert("RGB")
+        except Image.DecompressionBombError as exc:  # a huge page indexed before pages were capped
+            raise OSError("the page image is too large to draw; index its document again") from exc
         self._preview: Image.Image | None = None
 
     @property

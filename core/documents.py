@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import ipaddress
+import math
 import socket
 import time
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ PDF_MAGIC = b"%PDF-"
 # Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that
 # incremental builds redo pages instead of reusing words read the old way.
 WORDS_VERSION = 2
+# The most pixels a page is rendered with (an A1 sheet at 200 dpi): a poster or a drawing of several
+# metres would otherwise take gigabytes, and PyMuPDF refuses beyond 2^31 bytes. Bigger pages are
+# rendered at the resolution that fits, and the build says so.
+PAGE_PIXELS = 24_000_000
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class RenderedPage:
     jpeg: bytes
     needs_ocr: bool  # some ink on the page is not covered by visible text-layer words
     blank: bool = False  # one flat colour: nothing on it (or nothing left of it, in a damaged PDF)
+    dpi: float = 0.0  # what it was rendered at: below the setting for a page beyond PAGE_PIXELS
 
 
 def read_source(path_or_url: str, settings: Settings) -> Source:
@@ -210,9 +216,19 @@ def _mostly_overlap(a, b) -> bool:
     return w * h >= 0.5 * max(smaller, 1e-6)
 
 
+def page_dpi(width_pt: float, height_pt: float, dpi: float) -> float:
+    """`dpi`, or less for a page that would have more than PAGE_PIXELS at it (checked before rendering;
+    a little less still, as a pixmap's sides are rounded up)."""
+    pixels = (width_pt / 72 * dpi) * (height_pt / 72 * dpi)
+    return dpi if pixels <= PAGE_PIXELS else dpi * math.sqrt(PAGE_PIXELS / pixels) * 0.999
+
+
 def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPage:
+    import pymupdf
+
     page = doc[index]
-    pix = page.get_pixmap(dpi=settings.render_dpi)
+    dpi = page_dpi(page.rect.width, page.rect.height, settings.render_dpi)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(dpi / 72, dpi / 72))
     # The hash covers the pixels and the render settings: equal hashes mean equal page images.
     digest = hashlib.sha256(pix.samples)
     digest.update(f"{WORDS_VERSION}:{settings.render_dpi}:{settings.jpeg_quality}:{pix.w}x{pix.h}".encode())
@@ -220,7 +236,7 @@ def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPag
     words = text_words(page)
     record = Page(doc_id, index + 1, digest.hexdigest(), page.rect.width, page.rect.height, tuple(words))
     blank = not words and pix.is_unicolor
-    return RenderedPage(record, jpeg, needs_ocr=not blank and has_uncovered_ink(page, words), blank=blank)
+    return RenderedPage(record, jpeg, needs_ocr=not blank and has_uncovered_ink(page, words), blank=blank, dpi=dpi)
 
 
 def has_uncovered_ink(page, words: list[Word]) -> bool:

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .config import Settings
-from .documents import Source, document_title, open_pdf, read_source, render_page
+from .documents import PAGE_PIXELS, Source, document_title, open_pdf, read_source, render_page
 from .errors import BadInput, Busy, IndexProblem
 from .ports import Backend, IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
@@ -181,6 +181,7 @@ class Indexer:
             pages: list[Page] = []
             vectors: list[np.ndarray | None] = []
             blank: list[int] = []
+            reduced: list[tuple[int, float]] = []  # (page, dpi) of pages too large for the render setting
             finished = embedded = 0
 
             def report(n: int) -> None:
@@ -199,9 +200,11 @@ class Indexer:
                 # Render and read this step while the previous step's pages are being embedded.
                 fresh: list[tuple[int, PageInput]] = []
                 step = range(start, min(total, start + step_size))
-                for page, jpeg, reused, empty in await self._prepare_pages(build, pdf, step, document, progress):
+                for page, jpeg, reused, empty, dpi in await self._prepare_pages(build, pdf, step, document, progress):
                     if empty:
                         blank.append(page.page)
+                    if dpi < self.settings.render_dpi:
+                        reduced.append((page.page, dpi))
                     pages.append(page)
                     vectors.append(reused)
                     if reused is None:
@@ -216,6 +219,11 @@ class Indexer:
                 raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
             if embedding is not None:
                 await embedding
+            if reduced:
+                lowest = min(dpi for _, dpi in reduced)
+                warnings.append(f"{source.name}: {_pages(n for n, _ in reduced)} more than "
+                                f"{PAGE_PIXELS // 1_000_000} megapixels at {self.settings.render_dpi} dpi; rendered at "
+                                f"down to {lowest:.0f} dpi instead, so small print there may not be read.")
             if pdf.is_repaired:
                 empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
                 warnings.append(f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
@@ -228,10 +236,10 @@ class Indexer:
             pdf.close()
 
     async def _prepare_pages(self, build: IndexBuild, pdf, indexes: range, document: Document,
-                             progress: ProgressFn) -> list[tuple[Page, bytes, np.ndarray | None, bool]]:
-        """Render pages and read their words: (page, jpeg, reused vector rows or None, blank). Unchanged
-        pixels reuse earlier work."""
-        rendered = await asyncio.to_thread(lambda: [render_page(pdf, i, document.doc_id, self.settings) for i in indexes])
+                             progress: ProgressFn) -> list[tuple[Page, bytes, np.ndarray | None, bool, float]]:
+        """Render pages and read their words: (page, jpeg, reused vector rows or None, blank, dpi).
+        Unchanged pixels reuse earlier work."""
+        rendered = await asyncio.to_thread(self._render, pdf, indexes, document)
         reusable = await build.reusable([r.page.content_hash for r in rendered])
         out = []
         for r in rendered:
@@ -239,10 +247,21 @@ class Indexer:
             await build.save_page_image(r.page.content_hash, r.jpeg)
             if (old := reusable.get(r.page.content_hash)) is not None:
                 # Unchanged pixels: keep the earlier words (OCR included) and vectors.
-                out.append((replace(old[0], doc_id=document.doc_id, page=r.page.page), r.jpeg, old[1], r.blank))
+                out.append((replace(old[0], doc_id=document.doc_id, page=r.page.page), r.jpeg, old[1], r.blank, r.dpi))
                 continue
-            words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr)
-            out.append((replace(r.page, words=words), r.jpeg, None, r.blank))
+            words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr, r.dpi)
+            out.append((replace(r.page, words=words), r.jpeg, None, r.blank, r.dpi))
+        return out
+
+    def _render(self, pdf, indexes: range, document: Document) -> list:
+        """The pages' images and text layers; a page PyMuPDF cannot draw refuses its document only."""
+        out = []
+        for i in indexes:
+            try:
+                out.append(render_page(pdf, i, document.doc_id, self.settings))
+            except Exception as exc:
+                raise BadInput(f"{document.file_name}: page {i + 1} cannot be rendered ({exc}); the document "
+                               "was not indexed.") from exc
         return out
 
 
@@ -253,6 +272,11 @@ def build_key(scope: str, origin: str) -> str:
 
 def _at(items: Sequence, i: int):
     return items[i] if i < len(items) else None
+
+
+def _pages(numbers) -> str:
+    numbers = list(numbers)
+    return f"page {numbers[0]} is" if len(numbers) == 1 else f"pages {_ranges(numbers)} are"
 
 
 def _ranges(numbers: list[int]) -> str:

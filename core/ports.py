@@ -167,8 +167,9 @@ class Backend:
         self.embedder, self.reader, self.resolver = embedder, reader, resolver
 
     # --- policies ---------------------------------------------------------------------------------
-    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool) -> tuple[Word, ...]:
-        """The words a page is searched and quoted by (blocking: run it in a worker thread)."""
+    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool, dpi: float) -> tuple[Word, ...]:
+        """The words a page is searched and quoted by (blocking: run it in a worker thread); `jpeg` was
+        rendered at `dpi`."""
         return words
 
     def query_text(self, question: str, images: Sequence[QueryImage]) -> str:

@@ -145,3 +145,44 @@ def test_feedback_export_reads_the_bots_thread_memory(env, capsys):
     assert "1 answer(s) rated bad written to standard output" in err
     code, out, err = run(capsys, "feedback", "export", "--rating", "good")
     assert code == 0 and out == "" and "0 answer(s) rated good" in err
+
+
+def test_a_huge_page_is_rendered_smaller_said_so_and_cited(env, capsys):
+    # Before: a 7,000 pt page ended the whole run with "Overly large image" (good.pdf was not indexed
+    # either), and a 5,000 pt page took 1.9 GB and then a DecompressionBombError when it was cited.
+    import pymupdf
+    from PIL import Image
+
+    good = text_pdf(env / "good.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
+    doc = pymupdf.open()
+    page = doc.new_page(width=8000, height=8000)
+    page.insert_text((400, 400), "Poster P1 mounting height: 2400 mm", fontsize=120)
+    doc.new_page().insert_text((72, 72), "Poster P1 second page", fontsize=12)
+    doc.save(env / "poster.pdf")
+    code, out, err = run(capsys, "index", str(good), str(env / "poster.pdf"))
+    assert code == 0 and "indexed: good.pdf" in out and "indexed: poster.pdf" in out, out + err
+    assert "page 1 is more than 24 megapixels at 200 dpi; rendered at down to 44 dpi instead" in out
+    images = sorted(Path("index/pages").glob("*.jpg"), key=lambda p: p.stat().st_size)
+    sizes = [Image.open(p).size for p in images]
+    assert max(w * h for w, h in sizes) <= 24_000_000 and (1653, 2339) in sizes  # the A4 pages at 200 dpi
+    code, out, err = run(capsys, "ask", "What is the mounting height of poster P1?", "--json", "--out", "answers")
+    record = json.loads(out)
+    assert code == 0 and "2400" in record["markdown"] and Path(record["citations"][0]["crop_path"]).is_file()
+
+
+def test_a_page_that_cannot_be_rendered_refuses_its_document_only(env, capsys, monkeypatch):
+    import core.documents
+
+    real = core.documents.render_page
+
+    def render(doc, index, doc_id, settings):
+        if doc.page_count == 2 and index == 1:
+            raise RuntimeError("code=4: Overly large image")
+        return real(doc, index, doc_id, settings)
+
+    monkeypatch.setattr("core.indexing.render_page", render)
+    good = text_pdf(env / "good.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
+    bad = text_pdf(env / "bad.pdf", ["Pump P9.", "Weight: 2.6 kg"])
+    code, out, err = run(capsys, "index", str(good), str(bad))
+    assert code == 1 and "indexed: good.pdf" in out and "Traceback" not in err
+    assert "skipped: bad.pdf: page 2 cannot be rendered (code=4: Overly large image)" in out

@@ -28,11 +28,11 @@ class LocalBackend(Backend):
         self.settings = settings
         self.ocr = Ocr()
 
-    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool) -> tuple[Word, ...]:
+    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool, dpi: float) -> tuple[Word, ...]:
         if not needs_ocr:
             return words
         first_line = 1 + max((w.line for w in words), default=0)
-        extra = self.ocr.page_words(jpeg, self.settings.render_dpi, self.settings.ocr_dpi, words, first_line)
+        extra = self.ocr.page_words(jpeg, dpi, self.settings.ocr_dpi, words, first_line)
         return words + tuple(extra)
 
     def query_text(self, question: str, images: Sequence[QueryImage]) -> str:

@@ -50,10 +50,12 @@ class Ocr:
             out.append((text, tuple(float(v) for v in box)))
         return out
 
-    def page_words(self, jpeg: bytes, dpi: int, ocr_dpi: int, covered: tuple[Word, ...], first_line: int) -> list[Word]:
-        """OCR words for ink that the text layer does not cover."""
+    def page_words(self, jpeg: bytes, dpi: float, ocr_dpi: int, covered: tuple[Word, ...], first_line: int) -> list[Word]:
+        """OCR words for ink that the text layer does not cover, read at `ocr_dpi` (or at `dpi`, the
+        page's own, where a big page was rendered at less: enlarging adds no detail, only memory)."""
         image = Image.open(io.BytesIO(jpeg))
-        target = (max(1, image.width * ocr_dpi // dpi), max(1, image.height * ocr_dpi // dpi))
+        scale = min(1.0, ocr_dpi / dpi)
+        target = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
         image = image.convert("RGB")
         if image.size != target:
             image = image.resize(target, Image.Resampling.LANCZOS)
