@@ -8,15 +8,20 @@ import logging
 import sys
 from pathlib import Path
 
-from core import SHARED_SCOPE, PixelragError, Service, Settings, Turn, load_settings
+from core import SHARED_SCOPE, BadInput, PixelragError, Service, Settings, Turn, load_settings
 
 from .terminal import ProgressBar, exit_code, print_answer, print_report, read_image, save_images
 
 
-def _settings(args) -> Settings:
+def _settings(args, existing: bool = True) -> Settings:
+    """The settings, with the command line's choices. `existing`: an index folder named on purpose (by
+    --index or PIXELRAG_INDEX_DIR) must exist, so that a misspelt one is not taken for an empty index."""
     settings = load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
     if getattr(args, "index", None):
         settings = settings.with_(index_dir=Path(args.index))
+    named = settings.index_dir != Settings().index_dir  # not the default ./index, which a new install lacks
+    if existing and named and not settings.database_url and not settings.index_dir.exists():
+        raise BadInput(f"{settings.index_dir}: no such index folder (`pixelrag index` creates one).")
     if getattr(args, "backend", None):
         settings = settings.with_(backend=args.backend)
     if getattr(args, "jev", None) is not None:  # --jev / --no-jev win over PIXELRAG_JEV
@@ -30,9 +35,31 @@ def jev_option(p) -> None:
                         "question; default: $PIXELRAG_JEV)")
 
 
+def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
+    """The sources with each folder replaced by the PDFs in it (in its subfolders too when `recursive`),
+    in name order; each folder's count is said on stderr."""
+    out: list[str] = []
+    for source in sources:
+        folder = Path(source)
+        if not folder.is_dir():
+            out.append(source)
+            continue
+        if titled:
+            raise BadInput(f"{source}: --title names one PDF; it cannot be given with a folder.")
+        found = sorted(p for p in (folder.rglob("*") if recursive else folder.iterdir())
+                       if p.is_file() and p.suffix.lower() == ".pdf")
+        if not found:
+            deeper = "" if recursive else " (--recursive looks in its subfolders too)"
+            raise BadInput(f"{source}: no PDF files in this folder{deeper}.")
+        print(f"{source}: {len(found)} PDF file{'s' if len(found) != 1 else ''}", file=sys.stderr)
+        out += [str(p) for p in found]
+    return out
+
+
 async def cmd_index(args) -> int:
-    service = Service(_settings(args))
-    report = await service.index(args.sources, titles=args.title or (), progress=ProgressBar())
+    service = Service(_settings(args, existing=False))
+    sources = pdf_sources(args.sources, args.recursive, bool(args.title))
+    report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
@@ -44,7 +71,7 @@ async def cmd_reindex(args) -> int:
 
 
 async def cmd_remove(args) -> int:
-    doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document)
+    doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document, progress=ProgressBar())
     print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
     return 0
 
@@ -106,21 +133,21 @@ async def cmd_chat(args) -> int:
 async def cmd_slack(args) -> int:
     from bot.slack import serve
 
-    await serve(_settings(args), http=args.http, port=args.port)
+    await serve(_settings(args, existing=False), http=args.http, port=args.port)
     return 0
 
 
 async def cmd_discord(args) -> int:
     from bot.discord import serve
 
-    await serve(_settings(args))
+    await serve(_settings(args, existing=False))
     return 0
 
 
 async def cmd_feedback(args) -> int:
     from .feedback_export import export, write
 
-    records = await export(_settings(args), args.rating)
+    records = await export(_settings(args, existing=False), args.rating)
     write(records, Path(args.out) if args.out else None)
     where = args.out or "standard output"
     print(f"{len(records)} answer(s) rated {args.rating} written to {where}", file=sys.stderr)
@@ -132,7 +159,7 @@ async def cmd_eval(args) -> int:
     from eval.questions import load_questions
     from eval.report import markdown_report
 
-    settings = _settings(args)
+    settings = _settings(args, existing=False)
     if args.compare_jev:
         settings = settings.with_(jev="rerank")
     if not args.index:
@@ -166,8 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
         p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
-    p = sub.add_parser("index", help="index PDF files or URLs")
-    p.add_argument("sources", nargs="+", metavar="FILE_OR_URL")
+    p = sub.add_parser("index", help="index PDF files, folders of them, or URLs")
+    p.add_argument("sources", nargs="+", metavar="FILE_FOLDER_OR_URL")
+    p.add_argument("--recursive", "-r", action="store_true", help="a folder's subfolders too")
     p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
     common(p)
     p.set_defaults(run=cmd_index)

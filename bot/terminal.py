@@ -114,6 +114,8 @@ def slug(text: str) -> str:
 
 def read_image(path: str | Path) -> QueryImage:
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise PixelragError(f"{path}: a folder, not an image file.")
     if not p.is_file():
         raise PixelragError(f"{path}: no such image file.")
     return QueryImage(p.read_bytes(), "", p.name)

@@ -51,7 +51,8 @@ class Answerer:
         if not question and not turn.images:
             raise BadInput("Ask a question, attach a screenshot, or both.")
         if len(question) > MAX_QUESTION_CHARS:
-            raise BadInput(f"The question is {len(question)} characters long; keep it under {MAX_QUESTION_CHARS}.")
+            raise BadInput(f"The question is {len(question):,} characters long; keep it to {MAX_QUESTION_CHARS:,} "
+                           "or fewer.")
         # Decoded and normalised once, off the loop: a large PNG takes a while.
         images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
         backend = self.backend()

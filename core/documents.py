@@ -1,12 +1,12 @@
 """PDF intake: fetch and validate sources, render pages to JPEG, read the text layer's words."""
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import ipaddress
 import math
 import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -52,14 +52,23 @@ class RenderedPage:
     dpi: float = 0.0  # what it was rendered at: below the setting for a page beyond PAGE_PIXELS
 
 
-def read_source(path_or_url: str, settings: Settings) -> Source:
-    if path_or_url.startswith(("http://", "https://")):
-        return download(path_or_url, settings)
+def is_url(text: str) -> bool:
+    return urlsplit(text).scheme.lower() in ("http", "https")  # "HTTP://…" is a URL too
+
+
+async def read_source(path_or_url: str, settings: Settings) -> Source:
+    if is_url(path_or_url):
+        return await download(path_or_url, settings)
     if "://" in path_or_url:
         raise BadInput(f"{path_or_url}: only http and https URLs can be indexed.")
-    path = Path(path_or_url)
+    return await asyncio.to_thread(read_file, Path(path_or_url), settings)
+
+
+def read_file(path: Path, settings: Settings) -> Source:
+    if path.is_dir():
+        raise BadInput(f"{path}: a folder, not a PDF file.")
     if not path.is_file():
-        raise BadInput(f"{path_or_url}: no such file.")
+        raise BadInput(f"{path}: no such file.")
     size = path.stat().st_size
     if size > settings.max_pdf_bytes:
         raise BadInput(f"{path.name}: {size / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
@@ -72,12 +81,12 @@ def check_public_url(url: str, settings: Settings) -> str | None:
     fetch internal services, and connecting to the checked address, not resolving the name a second
     time, keeps a DNS answer that changes between the check and the connection (rebinding) out."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise BadInput(f"{url}: only http and https URLs can be indexed.")
     if settings.allow_private_urls:
         return None
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80),
                                    type=socket.SOCK_STREAM)
     except OSError:
         raise BadInput(f"{url}: the host {parts.hostname} could not be resolved.") from None
@@ -97,54 +106,56 @@ def pinned(url: str, address: str | None) -> tuple[str, dict, dict]:
     host = f"[{address}]" if ":" in address else address
     netloc = host + (f":{parts.port}" if parts.port else "")
     target = parts._replace(netloc=netloc).geturl()
-    extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    extensions = {"sni_hostname": parts.hostname} if parts.scheme.lower() == "https" else {}
     return target, {"Host": parts.netloc.rsplit("@", 1)[-1]}, extensions
 
 
-def download(url: str, settings: Settings) -> Source:
-    """Stream a PDF from a URL with a size cap and a total deadline; the type and the %PDF magic are
-    checked, and every redirect hop is checked like the first URL."""
-    name = url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf"
-    client = httpx.Client(timeout=settings.request_timeout_s)
-    deadline = time.monotonic() + settings.download_timeout_s
-    limit = megabytes(settings.max_pdf_bytes)
-    chunks: list[bytes] = []
+async def download(url: str, settings: Settings) -> Source:
+    """Stream a PDF from a URL with a size cap and one deadline for all of it (a server that trickles
+    its headers or stalls after them included: per-read timeouts never fire while bytes keep coming);
+    the type and the %PDF magic are checked, and every redirect hop is checked like the first URL."""
+    received = [0]  # bytes so far, for the message when the deadline passes
     try:
-        current = url
-        for _ in range(6):  # follow redirects by hand so every hop is checked
-            target, headers, extensions = pinned(current, check_public_url(current, settings))
-            with client.stream("GET", target, headers=headers, extensions=extensions) as response:
-                if response.is_redirect and response.headers.get("location"):
-                    current = str(httpx.URL(current).join(response.headers["location"]))
-                    continue
-                if response.status_code != 200:
-                    raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
-                ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
-                    raise BadInput(f"{url}: that is {ctype}, not a PDF.")
-                declared = int(response.headers.get("content-length") or 0)
-                if declared > settings.max_pdf_bytes:
-                    raise BadInput(f"{url}: {megabytes(declared)} is over the {limit} limit.")
-                total = 0
-                for chunk in response.iter_bytes():
-                    total += len(chunk)
-                    if total > settings.max_pdf_bytes:
-                        raise BadInput(f"{url}: the download passed the {limit} limit.")
-                    if time.monotonic() > deadline:
-                        raise BadInput(f"{url}: the download took longer than {settings.download_timeout_s:g} s "
-                                       f"({megabytes(total)} so far); the server is too slow.")
-                    chunks.append(chunk)
-                break
-        else:
-            raise BadInput(f"{url}: too many redirects.")
-    except httpx.HTTPError as exc:
-        raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
-    finally:
-        client.close()
-    data = b"".join(chunks)
+        async with asyncio.timeout(settings.download_timeout_s):
+            data = await _fetch(url, settings, received)
+    except TimeoutError:
+        raise BadInput(f"{url}: the download took longer than {settings.download_timeout_s:g} s "
+                       f"({megabytes(received[0])} so far); the server is too slow.") from None
     if not data.startswith(PDF_MAGIC):
         raise BadInput(f"{url}: the download is not a PDF (it does not start with %PDF).")
-    return Source(data, name, url)
+    return Source(data, url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf", url)
+
+
+async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
+    limit = megabytes(settings.max_pdf_bytes)
+    chunks: list[bytes] = []
+    async with httpx.AsyncClient(timeout=settings.request_timeout_s) as client:
+        try:
+            current = url
+            for _ in range(6):  # follow redirects by hand so every hop is checked
+                address = await asyncio.to_thread(check_public_url, current, settings)
+                target, headers, extensions = pinned(current, address)
+                async with client.stream("GET", target, headers=headers, extensions=extensions) as response:
+                    if response.is_redirect and response.headers.get("location"):
+                        current = str(httpx.URL(current).join(response.headers["location"]))
+                        continue
+                    if response.status_code != 200:
+                        raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
+                    ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
+                        raise BadInput(f"{url}: that is {ctype}, not a PDF.")
+                    declared = int(response.headers.get("content-length") or 0)
+                    if declared > settings.max_pdf_bytes:
+                        raise BadInput(f"{url}: {megabytes(declared)} is over the {limit} limit.")
+                    async for chunk in response.aiter_bytes():
+                        received[0] += len(chunk)
+                        if received[0] > settings.max_pdf_bytes:
+                            raise BadInput(f"{url}: the download passed the {limit} limit.")
+                        chunks.append(chunk)
+                    return b"".join(chunks)
+            raise BadInput(f"{url}: too many redirects.")
+        except httpx.HTTPError as exc:
+            raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
 
 
 def looks_like_pdf(data: bytes) -> bool:

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .config import Settings
-from .documents import PAGE_PIXELS, Source, document_title, open_pdf, read_source, render_page
+from .documents import PAGE_PIXELS, Source, document_title, is_url, open_pdf, read_source, render_page
 from .errors import BadInput, Busy, IndexProblem
 from .ports import Backend, IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
@@ -51,8 +51,12 @@ class Indexer:
                            "PDF, in the same order.")
         loaded, refused = [], []
         for i, item in enumerate(sources):
+            if scope != SHARED_SCOPE and not is_url(item):
+                # A chat user names a URL; a path would read a file of the machine the bot runs on.
+                refused.append(f"{item}: only http and https URLs can be indexed from a chat.")
+                continue
             try:
-                loaded.append((await asyncio.to_thread(read_source, item, self.settings), _at(titles, i)))
+                loaded.append((await self._fetch(item, scope), _at(titles, i)))
             except BadInput as exc:
                 refused.append(str(exc))
         return await self._build(loaded, scope, progress, refused)
@@ -73,7 +77,7 @@ class Indexer:
         loaded = []
         for doc in targets:
             try:
-                source = await asyncio.to_thread(read_source, doc.source, self.settings)
+                source = await self._fetch(doc.source, scope)
             except BadInput as exc:
                 stored = await self.pages.source(doc.sha256)
                 if stored is None:
@@ -82,12 +86,23 @@ class Indexer:
             loaded.append((replace(source, name=doc.file_name), doc.title))
         return await self._build(loaded, scope, progress, [], refresh=True)
 
-    async def remove(self, scope: str, document: str) -> Document:
+    async def _fetch(self, item: str, scope: str) -> Source:
+        """A source read or downloaded; a download counts as indexing now (status shows it, as the
+        chat's "starting…" message does)."""
+        key = (scope, f"{item} (downloading)")
+        self._building.add(key)
+        try:
+            return await read_source(item, self.settings)
+        finally:
+            self._building.discard(key)
+
+    async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         doc = await self._find(scope, document)
         if doc.scope != scope:
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
+        wait = (lambda holder: progress(Progress("wait", 0, 1, holder))) if progress else (lambda holder: None)
         async with self.build_lock:
-            async with self.pages.building([build_key(doc.scope, doc.source)], lambda holder: None, []) as build:
+            async with self.pages.building([build_key(doc.scope, doc.source)], wait, []) as build:
                 await build.publish(build.built_with, {doc.doc_id}, [])
         await self.pages.warm_up()
         return doc
@@ -95,9 +110,13 @@ class Indexer:
     async def _find(self, scope: str, document: str) -> Document:
         wanted = document.strip().lower()
         documents = await self.pages.documents(scope)
-        for doc in documents:
-            if wanted in (doc.title.lower(), doc.file_name.lower(), doc.doc_id):
-                return doc
+        found = [d for d in documents if wanted == d.doc_id] or \
+            [d for d in documents if wanted in (d.title.lower(), d.file_name.lower())]
+        if len(found) == 1:
+            return found[0]
+        if found:  # never a guess: removing the wrong one of two manuals loses a document
+            which = "; ".join(f"{d.title} ({d.file_name}, id {d.doc_id})" for d in found)
+            raise BadInput(f"{len(found)} documents here are called {document!r}: {which}. Name one by its id.")
         names = ", ".join(d.title for d in documents) or "none"
         raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
 
@@ -147,6 +166,12 @@ class Indexer:
                 refused.append(str(exc))
                 continue
             embedded, reused = embedded + n_new, reused + n_old
+            namesakes = [d for d in documents if d.scope == where and d.title == pending.document.title
+                         and d.source != source.origin and d.sha256 != source.sha256]
+            if namesakes:
+                warnings.append(f"{source.name}: another document here is also titled {pending.document.title!r} "
+                                f"({', '.join(d.file_name for d in namesakes)}); to remove or re-index one of them, "
+                                f"name it by its file name or id ({pending.document.doc_id}).")
             # A new version replaces the document from the same place (path, URL, attachment name) or
             # with the same content in this scope; two "manual.pdf" from different URLs both stay.
             documents = [d for d in documents if not (d.scope == where and d.source == source.origin)

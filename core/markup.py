@@ -13,17 +13,22 @@ to neutralise; `<` is left to them for that reason.
 """
 from __future__ import annotations
 
+import re
+
 # Markdown's inline markup characters: emphasis, code, links and images, and the escape itself. Block
 # markup (`#`, `>`, `-` at a line's start) cannot arise: quotes are set inside a line. A lone `~` ("3~5 V")
 # strikes nothing through on Slack or Discord, and Slack lists no escape for it: only a pair is escaped.
 _LITERAL = str.maketrans({c: "\\" + c for c in "\\`*_[]"})
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 # A model's own emphasis and code stay; its brackets (links, images, references) and backslashes do not.
 _INERT = str.maketrans({c: "\\" + c for c in "\\[]"})
 
 
 def literal(text: str) -> str:
-    """`text` as Markdown that shows it as written."""
-    return text.translate(_LITERAL).replace("~~", "\\~\\~")
+    """`text` as Markdown that shows it as written. In a web address the underscores stay as they are:
+    chat apps link a bare address, and an escape would become part of the link; inside a word an
+    underscore emphasises nothing anyway."""
+    return _URL.sub(lambda m: m.group().replace("\\_", "_"), text.translate(_LITERAL)).replace("~~", "\\~\\~")
 
 
 def inert(markdown: str) -> str:

@@ -54,8 +54,8 @@ class Service:
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         return await self.indexer.reindex(scope, document, progress)
 
-    async def remove(self, scope: str, document: str) -> Document:
-        return await self.indexer.remove(scope, document)
+    async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
+        return await self.indexer.remove(scope, document, progress)
 
     async def repair(self) -> tuple[str | None, list]:
         """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to

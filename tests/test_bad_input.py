@@ -93,6 +93,16 @@ async def test_a_good_pdf_among_bad_ones_is_indexed_and_the_bad_ones_named(index
     assert any("bad.pdf" in s and "not a PDF" in s for s in report.skipped)
 
 
+async def test_a_chat_can_index_urls_only_never_a_file_of_the_bots_machine(indexed, tmp_path):
+    # Before: Discord's /index url:/srv/secret/plan.pdf indexed that file of the host into the server.
+    secret = text_pdf(tmp_path / "plan.pdf", ["Internal plan: launch on 3 March."])
+    with pytest.raises(BadInput, match="only http and https URLs can be indexed from a chat"):
+        await indexed.index([str(secret)], scope="discord:42")
+    assert [d.file_name for d in await indexed.documents("discord:42")] == ["good.pdf"]  # the shared one only
+    report = await indexed.index([str(secret)])  # the operator's command line may
+    assert [d.file_name for d in report.documents] == ["plan.pdf"]
+
+
 @pytest.fixture
 async def pdf_server(tmp_path):
     pdf = text_pdf(tmp_path / "remote.pdf", ["Remote datasheet: the sensor range is 0 to 500 mm."]).read_bytes()
@@ -160,9 +170,9 @@ async def test_url_download_checks_type_magic_and_size(pdf_server, settings, tmp
 
     for path, message in [("/login", "text/html, not a PDF"), ("/fake.pdf", "not a PDF"), ("/missing", "HTTP 404")]:
         with pytest.raises(BadInput, match=message):
-            await asyncio.to_thread(download, pdf_server + path, settings)
+            await download(pdf_server + path, settings)
     with pytest.raises(BadInput, match="limit"):
-        await asyncio.to_thread(download, pdf_server + "/huge.pdf", settings.with_(max_pdf_bytes=1_000_000))
+        await download(pdf_server + "/huge.pdf", settings.with_(max_pdf_bytes=1_000_000))
 
 
 def png_bytes(size, mode="RGB", fmt="PNG") -> bytes:
@@ -188,7 +198,47 @@ def test_screenshot_validation():
 async def test_a_trickling_download_meets_its_total_deadline(pdf_server, settings):
     settings = settings.with_(allow_private_urls=True, download_timeout_s=1.0, request_timeout_s=5.0)
     with pytest.raises(BadInput, match="took longer than 1 s"):
-        await asyncio.to_thread(download, pdf_server + "/slow.pdf", settings)
+        await download(pdf_server + "/slow.pdf", settings)
+
+
+@pytest.fixture
+async def stalling_server():
+    """A raw HTTP server whose /trickle sends its headers a byte at a time, for ever, and whose /stall
+    sends its headers and the first bytes of a PDF, then nothing."""
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readline()
+        try:
+            if b"/trickle" in request:
+                writer.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while True:
+                    writer.write(b"a")
+                    await writer.drain()
+                    await asyncio.sleep(0.2)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/pdf\r\nContent-Length: 100000\r\n\r\n%PDF-1.7\n")
+            await writer.drain()
+            await asyncio.sleep(3600)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    server.close()
+
+
+@pytest.mark.parametrize("path", ["/trickle", "/stall"])
+async def test_a_download_that_trickles_its_headers_or_stalls_meets_its_deadline(stalling_server, settings, path):
+    # Before: /trickle ran on past 150 s with the deadline at 8 s (the deadline was checked between
+    # body chunks only), and /stall ended after the 60 s read timeout.
+    settings = settings.with_(allow_private_urls=True, download_timeout_s=1.0, request_timeout_s=60.0)
+    with pytest.raises(BadInput, match="took longer than 1 s"):
+        await asyncio.wait_for(download(stalling_server + path, settings), 30)
+
+
+async def test_a_url_with_its_scheme_in_capitals_is_a_url(pdf_server, settings):
+    source = await download(pdf_server.replace("http://", "HTTP://") + "/doc.pdf", settings.with_(allow_private_urls=True))
+    assert source.data.startswith(b"%PDF")
 
 
 async def test_the_download_connects_to_the_address_that_was_checked(pdf_server, settings, monkeypatch):
@@ -218,5 +268,5 @@ async def test_the_download_connects_to_the_address_that_was_checked(pdf_server,
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     monkeypatch.setattr(documents, "ipaddress", SimpleNamespace(ip_address=Public))
     settings = settings.with_(request_timeout_s=3.0)
-    source = await asyncio.to_thread(download, f"http://rebind.test:{port}/doc.pdf", settings)
+    source = await download(f"http://rebind.test:{port}/doc.pdf", settings)
     assert source.data.startswith(b"%PDF") and source.origin == f"http://rebind.test:{port}/doc.pdf"

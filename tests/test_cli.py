@@ -186,3 +186,43 @@ def test_a_page_that_cannot_be_rendered_refuses_its_document_only(env, capsys, m
     code, out, err = run(capsys, "index", str(good), str(bad))
     assert code == 1 and "indexed: good.pdf" in out and "Traceback" not in err
     assert "skipped: bad.pdf: page 2 cannot be rendered (code=4: Overly large image)" in out
+
+
+def test_a_folder_is_indexed_whole_and_its_count_said(env, capsys):
+    # Before: "docs: no such file."
+    (env / "docs" / "old").mkdir(parents=True)
+    text_pdf(env / "docs" / "relay.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
+    text_pdf(env / "docs" / "pump.PDF", ["Pump P9.\nWeight: 2.6 kg"])
+    text_pdf(env / "docs" / "old" / "valve.pdf", ["Valve V3.\nPressure: 16 bar"])
+    (env / "docs" / "notes.txt").write_text("not a pdf")
+    code, out, err = run(capsys, "index", "docs")
+    assert code == 0 and "docs: 2 PDF files" in err and "indexed: relay.pdf" in out and "indexed: pump.PDF" in out
+    assert "valve" not in out
+    code, out, err = run(capsys, "index", "docs", "--recursive")
+    assert code == 0 and "docs: 3 PDF files" in err and "indexed: valve.pdf" in out
+    code, _, err = run(capsys, "index", "docs/old/..", "--title", "x")
+    assert code == 2 and "--title names one PDF" in err
+    (env / "empty").mkdir()
+    code, _, err = run(capsys, "index", "empty")
+    assert code == 2 and "empty: no PDF files in this folder (--recursive looks in its subfolders too)" in err
+
+
+def test_small_mistakes_get_a_line_that_names_them(env, capsys):
+    text_pdf(env / "a.pdf", ["Relay R200.\nCoil voltage: 24 V DC"], title="Same")
+    text_pdf(env / "b.pdf", ["Pump P9.\nWeight: 2.6 kg"], title="Same")
+    code, out, _ = run(capsys, "index", "a.pdf")
+    code, out, _ = run(capsys, "index", "b.pdf")  # warned at once: which one would `remove Same` remove?
+    assert code == 0 and "b.pdf: another document here is also titled 'Same' (a.pdf)" in out
+    code, _, err = run(capsys, "remove", "Same")  # before: one of them removed, silently
+    assert code == 2 and "2 documents here are called 'Same'" in err and "a.pdf, id " in err
+    assert json.loads(run(capsys, "status", "--json")[1])["documents"] == 2
+    code, out, _ = run(capsys, "remove", "b.pdf")
+    assert code == 0 and "removed: Same" in out
+    # A misspelt --index is not an empty index (before: exit 0, "No documents are indexed here yet").
+    code, _, err = run(capsys, "ask", "coil voltage?", "--index", "indx")
+    assert code == 2 and "indx: no such index folder" in err
+    code, _, err = run(capsys, "ask", "x", "--image", str(env))
+    assert code == 2 and "a folder, not an image file" in err
+    code, _, err = run(capsys, "ask", "y" * 2001)
+    assert code == 2 and "2,001 characters long; keep it to 2,000 or fewer" in err
+    assert run(capsys, "ask", "y" * 2000)[0] == 0

@@ -49,6 +49,11 @@ def test_literal_markdown_shows_the_text_as_written(text):
     assert hidden_links(literal(text)) == []
 
 
+def test_a_web_address_keeps_its_underscores_so_a_chat_app_links_it_whole():
+    url = "https://create.arduino.cc/projecthub/Arduino_Genuino/getting-started"
+    assert literal(f"Getting started: {url} (a_b)") == f"Getting started: {url} (a\\_b)"
+
+
 def test_a_models_markdown_keeps_its_formatting_but_no_link():
     markdown = "The X200 weighs **14 kg**.\n\n- see [the manual](https://evil.example) ![x](https://t.example/p)"
     shown = displayed(inert(markdown))

@@ -163,3 +163,24 @@ def test_a_second_build_says_it_is_waiting(env, capsys):
         assert "waiting for another build of this index to finish (process " in line
         assert proc.poll() is None
     assert proc.wait(timeout=120) == 0
+
+
+def test_remove_says_it_is_waiting_for_a_build(env, capsys):
+    # Before: `pixelrag remove` waited for a running build without a word.
+    import subprocess
+    import sys
+
+    from core.disk import BuildLock
+    from tests.conftest import ROOT
+
+    pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
+    assert run(capsys, "index", str(pdf))[0] == 0
+    with BuildLock(Path("index"), lambda holder: None):
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "remove", "relay.pdf"], cwd=env, text=True,
+                                stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        line = proc.stderr.readline()
+        assert "waiting for another build of this index to finish (process " in line
+        assert proc.poll() is None
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "removed: relay.pdf" in out
