@@ -93,8 +93,11 @@ async def cmd_migrate(args) -> int:
 async def cmd_repair(args) -> int:
     name, moved = await Service(_settings(args)).repair()
     print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
-    for path in moved:
-        print(f"moved to be indexed again: {path}")
+    for path, documents in moved:
+        was = "; ".join(f"“{d.title}” ({d.file_name}) in {d.scope}" for d in documents) or "its title is unknown"
+        print(f"moved to be indexed again: {path} — {was}")
+    if moved:
+        print(f"to index them again as they were: pixelrag index {moved[0][0].parent}")
     return 0
 
 

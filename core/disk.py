@@ -13,12 +13,22 @@ from .errors import IndexProblem
 
 
 def write_once(path: Path, data: bytes) -> None:
-    if path.is_file():
-        return
+    """A content-addressed file: written unless it is there already."""
+    if not path.is_file():
+        write_replacing(path, data)
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """`data` at `path`, whole or not at all: written under a temporary name (removed again when the
+    write fails, on a full disk say), then renamed over the old file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def sha256_file(path: Path) -> str:

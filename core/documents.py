@@ -5,6 +5,7 @@ import asyncio
 import functools
 import hashlib
 import ipaddress
+import json
 import math
 import socket
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 from .config import Settings
 from .errors import BadInput, megabytes
-from .records import Page, Word
+from .records import Document, Page, Word
 
 PDF_MAGIC = b"%PDF-"
 # Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that
@@ -73,6 +74,21 @@ def read_file(path: Path, settings: Settings) -> Source:
     if size > settings.max_pdf_bytes:
         raise BadInput(f"{path.name}: {size / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
     return Source(path.read_bytes(), path.name, str(path.resolve()))
+
+
+def recorded_path(pdf: Path) -> Path:
+    """Where the documents a stored PDF was indexed as are recorded (title, tenant, origin): beside it,
+    in the index's sources/, and beside it again when `repair` moves it to recovered/. Indexing a PDF
+    that has a record restores those documents."""
+    return pdf.with_suffix(".documents.json")
+
+
+def read_recorded(path: Path) -> list[Document]:
+    """The documents recorded there; none when there is no record or it cannot be read."""
+    try:
+        return [Document(**d) for d in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, TypeError):
+        return []
 
 
 def check_public_url(url: str, settings: Settings) -> str | None:

@@ -5,6 +5,7 @@ A build never loses documents it was not asked to touch, even over a damaged ind
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .config import Settings
-from .documents import PAGE_PIXELS, Source, document_title, is_url, open_pdf, read_source, render_page
+from .documents import (PAGE_PIXELS, Source, document_title, is_url, open_pdf, read_recorded, read_source,
+                        recorded_path, render_page)
 from .errors import BadInput, Busy, IndexProblem
 from .ports import Backend, IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
@@ -56,17 +58,22 @@ class Indexer:
                 refused.append(f"{item}: only http and https URLs can be indexed from a chat.")
                 continue
             try:
-                loaded.append((await self._fetch(item, scope), _at(titles, i)))
+                source = await self._fetch(item, scope)
             except BadInput as exc:
                 refused.append(str(exc))
-        return await self._build(loaded, scope, progress, refused)
+                continue
+            # A PDF `repair` set aside is indexed again as the documents it was: title, tenant, origin.
+            restored = [] if is_url(item) or _at(titles, i) else read_recorded(recorded_path(Path(item)))
+            loaded += [(replace(source, name=d.file_name, origin=d.source), d.title, d.scope) for d in restored] \
+                or [(source, _at(titles, i), scope)]
+        return await self._build(loaded, progress, refused)
 
     async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
                           progress: ProgressFn | None = None) -> IndexReport:
         """Index a PDF received as a chat attachment."""
         if len(data) > self.settings.max_pdf_bytes:
             raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-        return await self._build([(Source(data, name, f"attachment:{name}"), title)], scope, progress, [])
+        return await self._build([(Source(data, name, f"attachment:{name}"), title, scope)], progress, [])
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails)."""
@@ -83,8 +90,8 @@ class Indexer:
                 if stored is None:
                     raise BadInput(f"{doc.title} cannot be fetched again ({exc}) and its stored copy is missing.") from None
                 source = Source(stored, doc.file_name, doc.source)
-            loaded.append((replace(source, name=doc.file_name), doc.title))
-        return await self._build(loaded, scope, progress, [], refresh=True)
+            loaded.append((replace(source, name=doc.file_name), doc.title, scope))
+        return await self._build(loaded, progress, [], refresh=True)
 
     async def _fetch(self, item: str, scope: str) -> Source:
         """A source read or downloaded; a download counts as indexing now (status shows it, as the
@@ -120,11 +127,12 @@ class Indexer:
         names = ", ".join(d.title for d in documents) or "none"
         raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
 
-    async def _build(self, loaded: list[tuple[Source, str | None]], scope: str, progress: ProgressFn | None,
+    async def _build(self, loaded: list[tuple[Source, str | None, str]], progress: ProgressFn | None,
                      refused: list[str], refresh: bool = False) -> IndexReport:
+        """Build (source, title or None, scope) into one new snapshot."""
         if not loaded:
             raise BadInput("\n".join(refused) or "Nothing to index.")
-        keys = {(scope, source.name) for source, _ in loaded}
+        keys = {(scope, source.name) for source, _, scope in loaded}
         if busy := keys & self._building:
             raise Busy(f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
                        "you will see its summary when it is done.")
@@ -132,19 +140,24 @@ class Indexer:
         try:
             progress = progress or (lambda p: None)
             warnings: list[str] = []
-            locks = sorted({build_key(scope, source.origin) for source, _ in loaded})
+            locks = sorted({build_key(scope, source.origin) for source, _, scope in loaded})
             async with self.build_lock:
                 async with self.pages.building(locks, lambda holder: progress(Progress("wait", 0, 1, holder)),
                                                warnings) as build:
-                    return await self._build_locked(build, loaded, scope, progress, refused, warnings, refresh)
+                    return await self._build_locked(build, loaded, progress, refused, warnings, refresh)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise IndexProblem(f"The disk holding the index is full ({exc.strerror}): nothing was indexed, and "
+                               "what was indexed before is still searched. Free some space, then index again.") from exc
         finally:
             self._building -= keys
 
-    async def _build_locked(self, build: IndexBuild, loaded, scope, progress: ProgressFn, refused: list[str],
+    async def _build_locked(self, build: IndexBuild, loaded, progress: ProgressFn, refused: list[str],
                             warnings: list[str], refresh: bool) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
-        items = [(source, title, scope) for source, title in loaded] + build.recovered
+        items = list(loaded) + build.recovered
         if build.built_with is not None:
             backend.check_index(build.built_with)
         documents = list(build.documents)
@@ -199,7 +212,7 @@ class Indexer:
         try:
             document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
                                 pdf.page_count, scope, source.origin)
-            await build.save_source(source.sha256, source.data)
+            await build.save_source(document, source.data)
             total = pdf.page_count
             # Enough pages per step to keep every allowed embedding request busy.
             step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)

@@ -38,7 +38,7 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
                 by_doc.setdefault(page.doc_id, []).append(page)
             added = []
             for doc in snap.documents:
-                await build.save_source(doc.sha256, store.source_path(doc.sha256).read_bytes())
+                await build.save_source(doc, store.source_path(doc.sha256).read_bytes())
                 pages = by_doc.get(doc.doc_id, [])
                 for page in pages:
                     await build.save_page_image(page.content_hash, store.page_image_path(page.content_hash).read_bytes())

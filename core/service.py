@@ -59,7 +59,8 @@ class Service:
 
     async def repair(self) -> tuple[str | None, list]:
         """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
-        <index>/recovered/ to be indexed again. (snapshot name or None, moved files)."""
+        <index>/recovered/ to be indexed again. (snapshot name or None, [(moved file, the documents it
+        was indexed as)])."""
         if self.store is None:
             raise BadInput("repair is for an index folder; a database index is never left half-published.")
         async with self.indexer.build_lock:

@@ -40,8 +40,8 @@ class EmbeddedBuild:
     async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
         return {h: (self._pages[h], self._rows[h]) for h in content_hashes if h in self._pages and h in self._rows}
 
-    async def save_source(self, sha256: str, data: bytes) -> None:
-        await asyncio.to_thread(self.store.save_source, sha256, data)
+    async def save_source(self, document: Document, data: bytes) -> None:
+        await asyncio.to_thread(self.store.save_source, document, data)
 
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)

@@ -3,6 +3,9 @@
 index/
   ACTIVE                 name of the published snapshot (replaced atomically)
   sources/<sha256>.pdf   every indexed PDF, as received
+  sources/<sha256>.documents.json   the documents it was indexed as (title, scope, origin): what
+                         `repair` needs to give a PDF that no intact snapshot lists its name and tenant back
+  recovered/             PDFs `repair` moved aside, each with its .documents.json, to be indexed again
   pages/<hash>.jpg       rendered page images, shared by snapshots
   snapshots/<name>/      manifest.json, pages.jsonl + pages.offsets.npy (words), vectors.npy, lexical.npz (BM25)
 A build writes a complete snapshot under a temporary name, renames it, then swaps ACTIVE. A build
@@ -21,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from .disk import BuildLock, fsync_dir, sha256_file, write_once
+from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
+from .documents import read_recorded, recorded_path
 from .errors import IndexProblem
 from .records import Document, Page
 from .search import lexical_index
@@ -44,8 +48,11 @@ class IndexStore:
     def page_image_path(self, content_hash: str) -> Path:
         return self.root / "pages" / f"{content_hash}.jpg"
 
-    def save_source(self, sha256: str, data: bytes) -> None:
-        write_once(self.source_path(sha256), data)
+    def save_source(self, document: Document, data: bytes) -> None:
+        write_once(self.source_path(document.sha256), data)
+        record = recorded_path(self.source_path(document.sha256))
+        kept = [d for d in read_recorded(record) if (d.scope, d.doc_id) != (document.scope, document.doc_id)]
+        write_replacing(record, json.dumps([asdict(d) for d in kept + [document]], ensure_ascii=False).encode())
 
     def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         write_once(self.page_image_path(content_hash), jpeg)
@@ -70,6 +77,16 @@ class IndexStore:
         name = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         tmp = self.root / "snapshots" / f".tmp-{name}"
         tmp.mkdir(parents=True)
+        try:
+            self._write_snapshot_files(tmp, name, built_with, documents, pages, page_vectors)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a full disk gets its space back at once
+            raise
+        os.rename(tmp, self.root / "snapshots" / name)
+        return name
+
+    def _write_snapshot_files(self, tmp: Path, name: str, built_with: dict, documents: list[Document],
+                              pages: list[Page], page_vectors: list[np.ndarray]) -> None:
         dim = int(built_with["dim"])
         rows = [np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in page_vectors]
         vectors = np.concatenate(rows) if rows else np.zeros((0, dim), np.float32)
@@ -94,8 +111,6 @@ class IndexStore:
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
         fsync_dir(tmp)
-        os.rename(tmp, self.root / "snapshots" / name)
-        return name
 
     def publish(self, name: str) -> None:
         pointer = self.root / "ACTIVE"
@@ -133,6 +148,14 @@ class IndexStore:
         for path in (self.root / "sources").glob("*.pdf"):
             if path.stem not in sources:
                 path.unlink(missing_ok=True)
+        for path in (self.root / "sources").glob("*.documents.json"):
+            if path.name.split(".")[0] not in sources:
+                path.unlink(missing_ok=True)
+        # Files a killed or failed write left under their temporary names (this build holds the lock:
+        # no other write is under way).
+        for pattern in (".ACTIVE.*", "pages/.*", "sources/.*"):
+            for path in self.root.glob(pattern):
+                path.unlink(missing_ok=True)
 
     def snapshot_names(self) -> list[str]:
         """Complete snapshots, newest first (names start with their build time)."""
@@ -153,20 +176,34 @@ class IndexStore:
         listed = {d.sha256 for d in intact.documents} if intact else set()
         return sorted(p for p in (self.root / "sources").glob("*.pdf") if p.stem not in listed)
 
-    def repair(self) -> tuple[str | None, list[Path]]:
-        """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/."""
+    def repair(self) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
+        """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/, each with
+        the documents it was indexed as (its record, else what any readable manifest says of it)."""
         intact = self.newest_intact()
         moved = []
         for path in self.orphaned_sources(intact):
             target = self.root / "recovered" / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
+            documents = read_recorded(recorded_path(path)) or self._listed_as(path.stem)
+            write_replacing(recorded_path(target), json.dumps([asdict(d) for d in documents], ensure_ascii=False).encode())
             os.replace(path, target)
-            moved.append(target)
+            recorded_path(path).unlink(missing_ok=True)
+            moved.append((target, documents))
         if intact is not None:
             self.publish(intact.name)
         else:
             (self.root / "ACTIVE").unlink(missing_ok=True)
         return (intact.name if intact else None), moved
+
+    def _listed_as(self, sha256: str) -> list[Document]:
+        """The documents any snapshot whose manifest can be read lists for a PDF (an index from before
+        the records were kept)."""
+        found: dict[tuple[str, str], Document] = {}
+        for name in self.snapshot_names():
+            for doc in self.documents_of(name) or []:
+                if doc.sha256 == sha256:
+                    found.setdefault((doc.scope, doc.doc_id), doc)
+        return list(found.values())
 
     def newest_intact(self) -> Snapshot | None:
         """The newest snapshot that passes its checks, whichever is active."""

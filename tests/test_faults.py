@@ -184,3 +184,55 @@ def test_remove_says_it_is_waiting_for_a_build(env, capsys):
         assert proc.poll() is None
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "removed: relay.pdf" in out
+
+
+def test_repair_keeps_a_workspace_documents_title_and_scope(env, capsys):
+    # Before: repair printed the stray PDF's hash only, and indexing it again as told put it in the
+    # shared collection, visible to every workspace, titled by its hash.
+    import asyncio
+
+    from core.config import Settings
+    from core.service import Service
+
+    relay = text_pdf(env / "relay.pdf", ["Relay R200. Coil voltage: 24 V DC."])
+    pump = text_pdf(env / "pump.pdf", ["Pump P9. Weight: 2.6 kg."])
+    assert run(capsys, "index", str(relay))[0] == 0
+    asyncio.run(Service(Settings(index_dir=Path("index"), backend="local")).index_bytes(
+        pump.read_bytes(), "pump.pdf", scope="slack:T1", title="Pump P9 manual"))  # as a Slack workspace does
+    (active_folder() / "manifest.json").unlink()
+    code, out, _ = run(capsys, "repair")
+    assert code == 0 and "“Pump P9 manual” (pump.pdf) in slack:T1" in out
+    assert "to index them again as they were: pixelrag index index/recovered" in out
+    code, out, err = run(capsys, "index", "index/recovered")
+    assert code == 0, out + err
+
+    async def visible(scope):
+        return sorted((d.title, d.scope) for d in await Service(Settings(index_dir=Path("index"))).documents(scope))
+    assert asyncio.run(visible("slack:T1")) == [("Pump P9 manual", "slack:T1"), ("relay.pdf", "shared")]
+    assert asyncio.run(visible("slack:T2")) == [("relay.pdf", "shared")]
+
+
+def test_temporary_files_of_a_failed_write_do_not_outlive_the_next_build(three_docs, capsys):
+    # Before: pages/.<hash>.jpg.<rand> and sources/.<hash>.pdf.<rand> from a full disk stayed for ever.
+    for debris in ("pages/.abc.jpg.1a2b3c", "sources/.def.pdf.4d5e6f", ".ACTIVE.7a8b9c"):
+        Path("index", debris).write_bytes(b"half")
+    assert run(capsys, "index", str(three_docs["valve"]))[0] == 0
+    assert not [p for p in Path("index").rglob(".*") if p.is_file() and p.name != ".build.lock"]
+
+
+def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monkeypatch):
+    # Before: an OSError [Errno 28] traceback, and the half-written snapshot stayed on the full disk.
+    import errno
+
+    import core.store
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = IndexStore(Path("index")).active_name()
+    monkeypatch.setattr(core.store, "write_words", full)
+    code, _, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 2 and err.startswith("pixelrag: The disk holding the index is full (No space left on device)")
+    assert "Traceback" not in err and IndexStore(Path("index")).active_name() == before
+    assert not [p for p in Path("index/snapshots").iterdir() if p.name.startswith(".tmp-")]
+    assert titles() == ["pump.pdf", "relay.pdf"]

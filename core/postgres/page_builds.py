@@ -54,10 +54,10 @@ class PostgresBuild:
                 vectors.setdefault(page_id, []).append(np.array(json.loads(embedding), dtype=np.float32))
         return {r[0]: (page_from_row(r[2:]), np.vstack(vectors[r[1]])) for r in rows if r[1] in vectors}
 
-    async def save_source(self, sha256: str, data: bytes) -> None:
-        async with await self.pages.connection() as conn:
+    async def save_source(self, document: Document, data: bytes) -> None:
+        async with await self.pages.connection() as conn:  # the documents table says what it was indexed as
             await conn.execute("INSERT INTO pixelrag_sources (sha256, pdf) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                               (sha256, data))
+                               (document.sha256, data))
 
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         async with await self.pages.connection() as conn:
