@@ -8,7 +8,8 @@ from .config import Settings, flag, load_settings, number
 from .conversation import Conversation, Reply
 from .documents import looks_like_pdf
 from .markup import inert, literal
-from .errors import BadInput, Busy, IndexProblem, PixelragError, RemoteError, failure_reason, megabytes
+from .errors import (BadInput, Busy, DatabaseUnavailable, IndexProblem, PixelragError, RemoteError, failure_reason,
+                     megabytes)
 from .query_images import attachment_kind, validate_query_image
 from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
                       Progress, QueryImage, Rated, Step, TextDelta, Turn, own_and_shared)
@@ -22,7 +23,7 @@ __all__ = [
     "Settings", "flag", "load_settings", "number",
     "Conversation", "Reply",
     "looks_like_pdf", "inert", "literal",
-    "BadInput", "Busy", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
+    "BadInput", "Busy", "DatabaseUnavailable", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
     "attachment_kind", "validate_query_image",
     "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",
     "Progress", "QueryImage", "Rated", "Step", "TextDelta", "Turn", "own_and_shared",

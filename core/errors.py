@@ -17,6 +17,10 @@ class RemoteError(PixelragError):
     """A remote service (Gemini, a download) kept failing after retries."""
 
 
+class DatabaseUnavailable(RemoteError):
+    """PIXELRAG_DATABASE_URL's server does not answer (stopped, restarting, unreachable)."""
+
+
 class Busy(PixelragError):
     """The same document is already being indexed."""
 

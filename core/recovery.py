@@ -13,7 +13,10 @@ from .store import IndexStore
 def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
     """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
     the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
-    active = store.active_name()
+    try:
+        active = store.active_name()
+    except IndexProblem:  # a damaged pointer: which documents it named is unknown
+        active = None
     previous = store.newest_intact()
     listed = store.documents_of(active) if active else None
     warnings.append(f"The index was damaged ({problem}).")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import IndexProblem
 from .records import Document, Page, Word
 
 WORDS_FILE = "pages.jsonl"  # one line of words per page, in page order
@@ -41,10 +42,16 @@ class Snapshot:
         """Page i with its words."""
         if self.words_file is None:
             return self.pages[i]
-        with open(self.words_file, "rb") as lines:
-            lines.seek(int(self.word_offsets[i]))
-            row = json.loads(lines.readline())
-        return replace(self.pages[i], words=tuple(word_from_row(r) for r in row["words"]))
+        try:
+            with open(self.words_file, "rb") as lines:
+                lines.seek(int(self.word_offsets[i]))
+                row = json.loads(lines.readline())
+            return replace(self.pages[i], words=tuple(word_from_row(r) for r in row["words"]))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            page = self.pages[i]
+            raise IndexProblem(f"Snapshot {self.name}: the words of page {page.page} of document {page.doc_id} are "
+                               f"damaged ({type(exc).__name__}); `pixelrag index` rebuilds it from the stored "
+                               "PDFs.") from None
 
     def with_words(self) -> "Snapshot":
         """This snapshot with every page's words in memory (what a build starts from)."""

@@ -74,7 +74,9 @@ class IndexStore:
         self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
     ) -> str:
         """Write a complete snapshot and return its name; it is not active until publish()."""
-        name = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        now = time.time()  # names sort as they were built (newest_intact relies on it), two in a second too
+        name = time.strftime("%Y%m%d-%H%M%S-", time.localtime(now)) + f"{int(now * 1e6) % 1_000_000:06d}-" + \
+            uuid.uuid4().hex[:4]
         tmp = self.root / "snapshots" / f".tmp-{name}"
         tmp.mkdir(parents=True)
         try:
@@ -218,7 +220,13 @@ class IndexStore:
     def active_name(self) -> str | None:
         self.check_folder()
         pointer = self.root / "ACTIVE"
-        return pointer.read_text().strip() if pointer.is_file() else None
+        if not pointer.is_file():
+            return None
+        name = pointer.read_bytes().strip()
+        if not name.isascii() or not name.decode().replace("-", "").isalnum():  # we write a snapshot's name
+            raise IndexProblem(f"Index {self.root}: its ACTIVE pointer is damaged; `pixelrag repair --index "
+                               f"{self.root}` makes the newest intact snapshot active.")
+        return name.decode()
 
     def catalog(self) -> Catalog | None:
         name = self.active_name()
@@ -262,7 +270,7 @@ class IndexStore:
                 words = [[]] * len(offsets)
             else:
                 words = read_words(folder)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} is damaged ({exc}); rebuild the index.") from None
         pages = [Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
                       tuple(word_from_row(r) for r in ws)) for p, ws in zip(manifest["pages"], words)]

@@ -236,3 +236,26 @@ def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monke
     assert "Traceback" not in err and IndexStore(Path("index")).active_name() == before
     assert not [p for p in Path("index/snapshots").iterdir() if p.name.startswith(".tmp-")]
     assert titles() == ["pump.pdf", "relay.pdf"]
+
+
+def test_a_damaged_line_of_a_pages_words_is_one_line(three_docs, capsys):
+    # Before: JSONDecodeError when the page was cited.
+    words = active_folder() / "pages.jsonl"
+    lines = words.read_bytes().splitlines(keepends=True)
+    words.write_bytes(b"".join(lines[:-1]) + b'{"words": [["Pump", 0.1, \n')  # pump.pdf's page, cut short
+    code, out, err = run(capsys, "ask", "What is the weight of the pump?")
+    assert code == 2 and "the words of page 1 of document" in err and "are damaged" in err and "Traceback" not in err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))  # rebuilds it from its stored PDF
+    assert code == 0 and "pump.pdf was rebuilt from its stored PDF" in out, out + err
+    assert run(capsys, "ask", "What is the weight of the pump?")[0] == 0
+
+
+def test_junk_in_the_active_pointer_is_one_line(three_docs, capsys):
+    # Before: UnicodeDecodeError from ask, status and index.
+    Path("index/ACTIVE").write_bytes(b"\xff\xfe\x00junk")
+    for command in (["ask", "pump weight"], ["status"]):
+        code, _, err = run(capsys, *command)
+        assert code == 2 and "its ACTIVE pointer is damaged" in err and "pixelrag repair" in err, err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))  # builds on the newest intact snapshot
+    assert code == 0 and "The index was damaged" in out, out + err
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]

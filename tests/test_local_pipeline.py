@@ -139,7 +139,7 @@ async def test_reindexing_unchanged_pages_embeds_and_ocrs_nothing(service, broch
 
 async def test_tenants_see_only_their_documents_and_the_shared_ones(service, tmp_path):
     secret = text_pdf(tmp_path / "t1-secret.pdf", ["Project Zephyr flux capacitor rating is 1.21 gigawatts."])
-    await service.index([str(secret)], scope="slack:T1")
+    await service.index_bytes(secret.read_bytes(), secret.name, scope="slack:T1")  # as a chat attaches it
     own = await service.answer(Turn("flux capacitor rating", scope="slack:T1"))
     assert own.hits[0].title == "t1-secret.pdf" and "1.21" in quotes(own)
     other = await service.answer(Turn("flux capacitor rating", scope="slack:T2"))
@@ -153,7 +153,7 @@ async def test_tenants_see_only_their_documents_and_the_shared_ones(service, tmp
 
 
 async def test_the_same_pdf_in_two_workspaces_is_two_documents_sharing_vectors(service, brochure, tmp_path):
-    report = await service.index([str(brochure)], scope="slack:T9")
+    report = await service.index_bytes(brochure.read_bytes(), brochure.name, scope="slack:T9")  # as a chat attaches it
     assert report.pages_embedded == 0 and report.pages_reused == 4  # the shared copy's pages are reused
     mine = [d for d in await service.documents("slack:T9") if d.scope == "slack:T9"][0]
     shared = [d for d in await service.documents("slack:T9") if d.scope == "shared"][0]
@@ -172,7 +172,7 @@ async def test_words_no_visible_document_contains_are_named(service, tmp_path):
     assert not any("weigh" in text for text in weight.limitations)  # "Weight" is on page 2 ...
     assert "Weight **2.6 kg**" in weight.markdown  # ... and quoted: "weigh" is "weight" less a letter
     secret = text_pdf(tmp_path / "zephyr.pdf", ["Zephyr pairing uses Bluetooth 5.0."])
-    await service.index([str(secret)], scope="slack:T1")
+    await service.index_bytes(secret.read_bytes(), secret.name, scope="slack:T1")  # as a chat attaches it
     other = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T2"))
     assert any("“bluetooth”" in text for text in other.limitations)  # T1's words do not show through
     own = await service.answer(Turn("Does the HF-300 support Bluetooth pairing?", scope="slack:T1"))

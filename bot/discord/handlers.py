@@ -15,7 +15,7 @@ import discord
 from discord import app_commands
 
 from bot.triggers import asks_to_index
-from core import BadInput, Conversation, PixelragError, Service, Settings, ThreadMemory
+from core import BadInput, Conversation, DatabaseUnavailable, PixelragError, Service, Settings, ThreadMemory
 
 from .access import Access
 from .delivery import GENERIC_FAILURE, Replier, deliver, say
@@ -58,7 +58,13 @@ class DiscordHandlers:
         if not is_addressed(message, me):
             return
         claim = f"discord:{message.id}"
-        if not await self.threads.claim(claim):
+        try:
+            claimed = await self.threads.claim(claim)
+        except DatabaseUnavailable as exc:  # Discord delivers a message once: say so now
+            log.warning("message %s not taken: %s", message.id, exc)
+            await say(message.channel, f"⚠️ {shown_text(str(exc))}")
+            return
+        if not claimed:
             return  # a gateway resume can deliver the same message twice
         question = strip_mentions(message.content, me, bot_role_ids(message, me))
         place = _Place(message.channel)
@@ -69,7 +75,10 @@ class DiscordHandlers:
         except Exception:
             log.exception("failed to handle message %s", message.id)
             await say(place.channel, GENERIC_FAILURE)
-        await self.threads.finish(claim)
+        try:
+            await self.threads.finish(claim)
+        except PixelragError as exc:
+            log.warning("message %s not recorded as answered: %s", message.id, exc)
 
     async def _handle_message(self, message: discord.Message, question: str, place: "_Place") -> None:
         guild_id = message.guild.id if message.guild else None

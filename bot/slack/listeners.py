@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import re
 
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, ThreadMemory
+from core import Conversation, DatabaseUnavailable, PixelragError, ThreadMemory
 
 from . import render
 from .agent import AgentView
@@ -28,6 +29,9 @@ from ..triggers import asks_to_index
 
 log = logging.getLogger("pixelrag.slack")
 
+UNAVAILABLE_NOTICE = (":warning: The document index is unavailable right now: its database does not answer. Slack "
+                      "sends your message again within minutes, and I answer it once the index is back; if no "
+                      "answer comes, please ask again later.")
 INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)  # Slack writes links as <url|label>
 
 
@@ -41,6 +45,7 @@ class SlackQuestions:
         self.files = files
         self.indexing = indexing
         self.tasks = tasks
+        self._told_unavailable: set[tuple[str, str]] = set()  # (channel, ts) told once, whatever the retries
 
     # ----- listener middleware ---------------------------------------------------------------
     async def addressed(self, event: dict, body: dict, context, ack, next) -> None:
@@ -48,9 +53,13 @@ class SlackQuestions:
         if event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id):
             return await next()
         thread_ts = event.get("thread_ts")
-        if thread_ts and await self.threads.knows_thread(("slack", team_of(body, event, context), event["channel"],
-                                                          thread_ts)):
-            return await next()
+        try:
+            if thread_ts and await self.threads.knows_thread(("slack", team_of(body, event, context),
+                                                              event["channel"], thread_ts)):
+                return await next()
+        except DatabaseUnavailable as exc:  # whose thread it is is unknown: asked again when Slack redelivers
+            log.warning("message %s in thread %s not taken: %s", event.get("ts"), thread_ts, exc)
+            return BoltResponse(status=503, body="the index database is unavailable")
         return await ack()
 
     async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> None:
@@ -60,12 +69,28 @@ class SlackQuestions:
         Slack's redelivery is answered after a restart."""
         team = team_of(body, event, context)
         claims = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]
-        for n, claim in enumerate(claims):
-            if not await self.threads.claim(claim):
-                await self.threads.finish(*claims[:n])  # a duplicate of work claimed elsewhere
-                return await ack()
+        try:
+            for n, claim in enumerate(claims):
+                if not await self.threads.claim(claim):
+                    await self.threads.finish(*claims[:n])  # a duplicate of work claimed elsewhere
+                    return await ack()
+        except DatabaseUnavailable as exc:
+            # Not acknowledged: Slack delivers it again (HTTP retries, an unacknowledged Socket Mode
+            # envelope), and it is answered then. Meanwhile the asker is told, once.
+            log.warning("message %s not taken: %s", event.get("ts"), exc)
+            await self._tell_unavailable(context.client, event)
+            return BoltResponse(status=503, body="the index database is unavailable")
         context["claims"] = claims
         await next()
+
+    async def _tell_unavailable(self, client: AsyncWebClient, event: dict) -> None:
+        where = (event["channel"], event["ts"])
+        if where in self._told_unavailable:
+            return
+        if len(self._told_unavailable) > 1000:
+            self._told_unavailable.clear()
+        self._told_unavailable.add(where)
+        await Thread(client, event["channel"], event.get("thread_ts") or event["ts"]).post(UNAVAILABLE_NOTICE)
 
     # ----- the listener ----------------------------------------------------------------------
     async def on_question(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
@@ -81,7 +106,10 @@ class SlackQuestions:
             await self.respond_to(event, team, client, bot_user_id)
         except Exception:
             log.exception("handling message %s failed", event.get("ts"))
-        await self.threads.finish(*claims)
+        try:
+            await self.threads.finish(*claims)
+        except PixelragError as exc:  # the answer is out; an unfinished claim only means no redelivery is skipped
+            log.warning("delivery of %s not recorded as finished: %s", event.get("ts"), exc)
 
     async def respond_to(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None) -> None:
         ts = event["ts"]

@@ -5,8 +5,11 @@ one once; a database written by a newer pixelrag is refused rather than misread.
 """
 from __future__ import annotations
 
-from ..errors import BadInput, IndexProblem
+import contextlib
 
+from ..errors import BadInput, DatabaseUnavailable, IndexProblem
+
+WAIT_S = 30.0  # for a connection, while the server restarts
 MIGRATION_LOCK = 7_215_551_001  # pg_advisory_xact_lock key: pixelrag's schema changes, one at a time
 
 # Each entry upgrades the schema by one version.
@@ -103,8 +106,12 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         await probe.close()
     except psycopg.OperationalError as exc:
         raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({_first_line(exc)}).") from None
+    # `check`: a pooled connection the server has closed (a restart, a failover) is replaced when it is
+    # next handed out, instead of failing the question that gets it. A new one is waited for up to
+    # WAIT_S: a restart of a few seconds costs the questions asked meanwhile that long, not an error.
     pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True},
-                               configure=configure, name="pixelrag")
+                               configure=configure, check=AsyncConnectionPool.check_connection,
+                               timeout=WAIT_S, name="pixelrag")
     try:
         await pool.open(wait=True, timeout=30)
         await migrate(pool)
@@ -112,6 +119,21 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         await pool.close()
         raise
     return pool
+
+
+@contextlib.asynccontextmanager
+async def connected(pool, wait_s: float | None = None):
+    """A pooled connection; the server not answering (stopped, restarting: psycopg's OperationalError,
+    or no connection within the pool's wait) is DatabaseUnavailable, a message for the person asking."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    try:
+        async with pool.connection(timeout=wait_s) as conn:
+            yield conn
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        raise DatabaseUnavailable(f"The document index is unavailable right now: its database does not answer "
+                                  f"({_first_line(exc)}). Try again in a minute.") from exc
 
 
 async def migrate(pool) -> None:

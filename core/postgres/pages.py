@@ -17,7 +17,7 @@ import hashlib
 from typing import Callable, Sequence
 
 from ..records import SHARED_SCOPE, Document
-from .database import open_pool
+from .database import connected, open_pool
 from .page_builds import PostgresBuild
 from .page_search import PostgresSearch, configure
 from .scope_views import ScopeViews
@@ -39,7 +39,7 @@ class PostgresPages:
             async with self._opening:
                 if self._pool is None:
                     self._pool = await open_pool(self.url, configure=configure)
-        return self._pool.connection()
+        return connected(self._pool)
 
     async def close(self) -> None:
         if self._pool is not None:

