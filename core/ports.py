@@ -155,6 +155,13 @@ class ThreadMemory(Protocol):
     async def finish(self, *event_ids: str) -> None:
         """The deliveries are handled: later redeliveries are dropped."""
 
+    async def note(self, event_id: str, **progress: object) -> None:
+        """Record how far the work on a claimed delivery got (JSON-ready values, merged into earlier ones),
+        so that a process taking it over after a crash finishes what the dead one started."""
+
+    async def progress(self, event_id: str) -> dict:
+        """What was noted of a delivery; {} when nothing was."""
+
 
 class Backend:
     """An embedder, a reader and a context resolver, with the policies of a backend whose models see

@@ -48,6 +48,9 @@ MIGRATIONS = (
         PRIMARY KEY (turn_id, user)
     );
     """,
+    """
+    ALTER TABLE events ADD COLUMN progress TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
 
@@ -182,6 +185,18 @@ class ThreadStore:
         db = await self._conn()
         await db.executemany("UPDATE events SET done = 1 WHERE event_id = ?", [(e,) for e in event_ids])
         await db.commit()
+
+    async def note(self, event_id: str, **progress: object) -> None:
+        db = await self._conn()
+        merged = {**await self.progress(event_id), **progress}
+        await db.execute("UPDATE events SET progress = ? WHERE event_id = ?", (json.dumps(merged), event_id))
+        await db.commit()
+
+    async def progress(self, event_id: str) -> dict:
+        db = await self._conn()
+        async with db.execute("SELECT progress FROM events WHERE event_id = ?", (event_id,)) as cursor:
+            row = await cursor.fetchone()
+        return json.loads(row[0]) if row else {}
 
 
 def _pages(raw: str) -> tuple[tuple[str, int], ...]:

@@ -951,6 +951,77 @@ async def test_a_question_in_flight_when_the_bot_dies_is_answered_after_the_rest
     await first.bot.drain()
 
 
+class DiesWhileWriting(SpyService):
+    """The stages are shown (the stream is started), then the process 'dies' while writing the answer."""
+
+    async def answer(self, turn, events=None):
+        import asyncio
+
+        from core.records import Step
+
+        self.turns.append(turn)
+        events(Step("search", "Searching 1 document"))
+        gate = asyncio.Event()
+        StuckService.stuck.append((asyncio.current_task(), gate))
+        await gate.wait()
+
+
+async def test_a_redelivery_closes_the_stream_a_dead_process_left_open(make_harness, fake, tmp_path):
+    # Before: the dead process's message stayed "streaming" for ever, and the answer came in a second one.
+    real = Service(base_settings(fake, tmp_path))
+    await real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    first = await make_harness(service=DiesWhileWriting(real))
+    event, _ = await first.mention("What is the X200 weight?", event_id="EvCUT")
+    [left] = await fake.wait_for(lambda: fake.streams(event["ts"]))
+    second = await make_harness(service=real)  # a new process on the same thread database
+    await second.event(dict(event), event_id="EvCUT", retry=1)
+    await second.bot.drain()
+    dead, answer = fake.streams(event["ts"])
+    assert dead is left and dead["stream"]["state"] == "stopped" and "Interrupted" in dead["stream"]["markdown"]
+    assert answer["stream"]["state"] == "stopped" and "14 kg" in answer["stream"]["markdown"]
+    fake.expected_refusals.append(("reactions.add", "already_reacted"))
+    for task, _ in StuckService.stuck:
+        task.cancel()
+    fake.expected_refusals.append(("reactions.remove", "no_reaction"))
+    await first.bot.drain()
+
+
+async def test_a_redelivery_after_the_answer_was_posted_does_not_post_it_again(make_harness, fake, tmp_path,
+                                                                                monkeypatch):
+    # Before: killed after posting and before the evidence upload, the redelivery posted the whole answer again.
+    import asyncio
+
+    from bot.slack.replies import Thread
+
+    real = Service(base_settings(fake, tmp_path))
+    await real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    dying = asyncio.Event()
+    upload = Thread.upload_previews
+
+    async def dies_before_uploading(self, answer):
+        if not dying.is_set():
+            dying.set()
+            StuckService.stuck.append((asyncio.current_task(), None))
+            await asyncio.Event().wait()  # the process is killed here
+        return await upload(self, answer)
+
+    monkeypatch.setattr(Thread, "upload_previews", dies_before_uploading)
+    first = await make_harness(service=real)
+    event, _ = await first.mention("What is the X200 weight?", event_id="EvPOSTED")
+    await asyncio.wait_for(dying.wait(), 60)
+    assert "14 kg" in fake.thread_text(event["ts"])
+    second = await make_harness(service=real)
+    await second.event(dict(event), event_id="EvPOSTED", retry=1)
+    await second.bot.drain()
+    assert len(fake.streams(event["ts"])) == 1 and not fake.calls_to("files.completeUploadExternal")
+    assert "previews of the answer above were not uploaded: the bot restarted" in fake.thread_text(event["ts"])
+    fake.expected_refusals.append(("reactions.add", "already_reacted"))
+    for task, _ in StuckService.stuck:
+        task.cancel()
+    fake.expected_refusals.append(("reactions.remove", "no_reaction"))
+    await first.bot.drain()
+
+
 async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slack: Harness):
     # Before: three 500s (or one ok:false) ended in "Sorry, something went wrong"; the answer was lost.
     # (Where streaming is refused, the answer is posted when it is done, as here.)

@@ -230,3 +230,12 @@ def test_a_database_url_that_is_not_postgresql_is_refused():
     with pytest.raises(BadInput, match="must be a PostgreSQL URL"):
         load_settings({"PIXELRAG_DATABASE_URL": "mysql://db/pixelrag"}, None)
     assert load_settings({"PIXELRAG_DATABASE_URL": "postgresql://db/pixelrag"}, None).database_url
+
+
+async def test_the_progress_of_a_delivery_is_kept_for_the_one_that_takes_it_over(memory):
+    assert await memory.claim("Ev-progress")
+    assert await memory.progress("Ev-progress") == {}
+    await memory.note("Ev-progress", stream="1700000000.000009")
+    await memory.note("Ev-progress", posted=True)
+    assert await memory.progress("Ev-progress") == {"stream": "1700000000.000009", "posted": True}
+    assert await memory.progress("Ev-unknown") == {}

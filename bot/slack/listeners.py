@@ -22,7 +22,7 @@ from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
 from .replies import Thread
-from .stream import AnswerStream
+from .stream import AnswerStream, close_interrupted
 from .settings import SlackSettings
 from ..background import BackgroundTasks
 from ..triggers import asks_to_index
@@ -103,7 +103,7 @@ class SlackQuestions:
             if event.get("type") == "app_mention" and "files" not in event:
                 # app_mention payloads sometimes omit files; the message itself carries them.
                 event = await refetch_files(client, event)
-            await self.respond_to(event, team, client, bot_user_id)
+            await self.respond_to(event, team, client, bot_user_id, claims[-1])
         except Exception:
             log.exception("handling message %s failed", event.get("ts"))
         try:
@@ -111,7 +111,8 @@ class SlackQuestions:
         except PixelragError as exc:  # the answer is out; an unfinished claim only means no redelivery is skipped
             log.warning("delivery of %s not recorded as finished: %s", event.get("ts"), exc)
 
-    async def respond_to(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None) -> None:
+    async def respond_to(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None,
+                         delivery: str) -> None:
         ts = event["ts"]
         thread = Thread(client, event["channel"], event.get("thread_ts") or ts)
         text = strip_mentions(event.get("text", ""), bot_user_id)
@@ -130,12 +131,24 @@ class SlackQuestions:
                 return
             await self.indexing.from_message(thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None)
             return
-        await self.answer(thread, team, ts, text, files, event.get("user", ""))
+        await self.answer(thread, team, ts, text, files, event.get("user", ""), delivery)
 
-    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str) -> None:
+    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str,
+                     delivery: str) -> None:
+        async def started(stream_ts: str) -> None:
+            await self.threads.note(delivery, stream=stream_ts)
+
         stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, team, user,
-                              self.settings.stream_interval_s) if self.settings.streaming else None
+                              self.settings.stream_interval_s, on_start=started) if self.settings.streaming else None
         async with thread.working(ts), thread.failures_shown("answering", stream):
+            # A redelivery of a question whose process died: finish what it started, do not start over.
+            earlier = await self.threads.progress(delivery)
+            if earlier.get("posted"):
+                await thread.post(":warning: The page previews of the answer above were not uploaded: the bot "
+                                  "restarted before it could.")
+                return
+            if earlier.get("stream"):
+                await close_interrupted(thread.client, thread.channel, earlier["stream"])
             images, problems = await self.files.screenshots(files)
             warnings = "\n".join(f":warning: {render.escape(p)}" for p in problems)
             if not question.strip() and not images:
@@ -155,6 +168,7 @@ class SlackQuestions:
                 answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
             if not await thread.post_answer(reply.rendered if after is None else after):
                 return  # no evidence "for the answer above" under no answer
+            await self.threads.note(delivery, posted=True)
             await self.conversation.delivered(reply)
             if answer is not None and not answer.clarifying_question:
                 await thread.upload_previews(answer)

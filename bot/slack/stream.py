@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Callable
+from typing import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -31,8 +31,9 @@ MAX_INTERVAL = 5.0  # the slowest appends get when Slack keeps rate limiting the
 
 class AnswerStream:
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, team: str, user: str,
-                 interval: float = 0.6):
+                 interval: float = 0.6, on_start: Callable[[str], Awaitable[object]] | None = None):
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
+        self.on_start = on_start  # told the streamed message's ts once Slack has made it
         self.recipient = {"recipient_team_id": team, "recipient_user_id": user}
         self.interval = interval
         self.ts: str | None = None  # the streamed message, once started
@@ -149,6 +150,8 @@ class AnswerStream:
                 response = await self.client.chat_startStream(channel=self.channel, thread_ts=self.thread_ts,
                                                               chunks=chunks, **self.recipient)
                 self.ts = response["ts"]
+                if self.on_start is not None:
+                    await self.on_start(self.ts)
             else:
                 await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
         except Exception as exc:
@@ -196,6 +199,15 @@ class AnswerStream:
         with contextlib.suppress(Exception):
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[
                 {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}])
+
+
+async def close_interrupted(client: AsyncWebClient, channel: str, ts: str) -> None:
+    """End a stream a process that died left open (Slack would show it as still being written)."""
+    try:
+        await client.chat_stopStream(channel=channel, ts=ts, chunks=[{"type": "markdown_text", "text": (
+            "\n\n_(Interrupted: the bot restarted while writing this answer. It is answered again below.)_")}])
+    except Exception as exc:  # stopped already, or expired: nothing is left to close
+        log.info("the interrupted stream %s in %s could not be stopped: %s", ts, channel, error_code(exc) or exc)
 
 
 def error_code(exc: BaseException) -> str | None:

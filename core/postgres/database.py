@@ -89,6 +89,10 @@ MIGRATIONS = (
         END IF;
     END $$;
     """,
+    # How far the work on a delivery got (ThreadMemory.note): a redelivery finishes it.
+    """
+    ALTER TABLE pixelrag_events ADD COLUMN progress JSONB NOT NULL DEFAULT '{}';
+    """,
 )
 
 

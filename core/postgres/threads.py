@@ -111,3 +111,13 @@ class PostgresThreadStore:
 
     async def finish(self, *event_ids: str) -> None:
         await self._run("UPDATE pixelrag_events SET done = true WHERE event_id = ANY(%s)", (list(event_ids),))
+
+    async def note(self, event_id: str, **progress: object) -> None:
+        from psycopg.types.json import Jsonb
+
+        await self._run("UPDATE pixelrag_events SET progress = progress || %s WHERE event_id = %s",
+                        (Jsonb(progress), event_id))
+
+    async def progress(self, event_id: str) -> dict:
+        rows = await self._run("SELECT progress FROM pixelrag_events WHERE event_id = %s", (event_id,))
+        return rows[0][0] if rows else {}
