@@ -281,6 +281,10 @@ def test_the_fake_refuses_what_discord_refuses():
         {"content": "x" * 2001},
         {"content": "hi", "components": [text]},  # a V2 component without the flag
         {},
+        # 6,000 characters across embeds count their fields and footers too, and each part has its limit
+        {"embeds": [{"description": "d" * 4000, "footer": {"text": "f" * 1500}, "fields": [{"name": "n", "value": "v" * 600}]}]},
+        {"embeds": [{"title": "t" * 257}]},
+        {"embeds": [{"description": "d" * 10, "fields": [{"name": "n", "value": "v"}] * 26}]},
     ]
     for payload in refusals:
         with pytest.raises(Refused):

@@ -4,7 +4,8 @@ Components V2 (the IS_COMPONENTS_V2 flag, 1 << 15): no `content`, embeds, sticke
 it; at most 40 components counting nested ones; at most 4,000 characters across its text displays;
 1–10 items per media gallery; "attachment://" media must name a file of the message; the flag can be
 set on an edit but never removed. Classic messages: 2,000 characters of content, 10 embeds of 6,000
-characters together, up to 5 action rows. Both: 10 files, action rows of 1–5 buttons with unique
+characters together (titles, descriptions, fields, footers and authors; each part within its own
+limit), up to 5 action rows. Both: 10 files, action rows of 1–5 buttons with unique
 custom_ids of 1–100 characters and labels of up to 80. A refusal is Discord's 400 with its error code
 (50035 Invalid Form Body, 50006 empty message).
 """
@@ -109,10 +110,39 @@ def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
         raise _form("content", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CONTENT} or fewer in length.")
     if len(embeds) > MAX_EMBEDS:
         raise _form("embeds", "BASE_TYPE_MAX_LENGTH", "At most 10 embeds.")
-    if sum(len(str(e.get("title", ""))) + len(str(e.get("description", ""))) for e in embeds) > MAX_EMBED_CHARS:
+    for embed in embeds:
+        _check_embed(embed)
+    if sum(embed_chars(e) for e in embeds) > MAX_EMBED_CHARS:
         raise _form("embeds", "MAX_EMBED_SIZE_EXCEEDED", "Embed size exceeds maximum size of 6000.")
     if not (content or embeds or n_files or components or payload.get("sticker_ids") or payload.get("poll")):
         raise Refused(50006, "Cannot send an empty message")
+
+
+# Discord's limits of one embed's parts (developer docs, "Embed Limits").
+EMBED_PARTS = {"title": 256, "description": 4096}
+MAX_FIELDS, FIELD_NAME, FIELD_VALUE, FOOTER, AUTHOR = 25, 256, 1024, 2048, 256
+
+
+def embed_chars(embed: dict) -> int:
+    """What counts towards the 6,000 characters of a message's embeds: title, description, field
+    names and values, footer text and author name."""
+    fields = embed.get("fields") or []
+    return (len(str(embed.get("title") or "")) + len(str(embed.get("description") or ""))
+            + sum(len(str(f.get("name") or "")) + len(str(f.get("value") or "")) for f in fields)
+            + len(str((embed.get("footer") or {}).get("text") or "")) + len(str((embed.get("author") or {}).get("name") or "")))
+
+
+def _check_embed(embed: dict) -> None:
+    for part, limit in EMBED_PARTS.items():
+        if len(str(embed.get(part) or "")) > limit:
+            raise _form(f"embeds.{part}", "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+    fields = embed.get("fields") or []
+    if len(fields) > MAX_FIELDS or any(len(str(f.get("name") or "")) > FIELD_NAME or
+                                       len(str(f.get("value") or "")) > FIELD_VALUE for f in fields):
+        raise _form("embeds.fields", "BASE_TYPE_MAX_LENGTH", "At most 25 fields, names of 256 and values of 1024.")
+    if len(str((embed.get("footer") or {}).get("text") or "")) > FOOTER or \
+            len(str((embed.get("author") or {}).get("name") or "")) > AUTHOR:
+        raise _form("embeds", "BASE_TYPE_MAX_LENGTH", "A footer holds 2048 characters, an author name 256.")
 
 
 def check_edit(old: dict, payload: dict, files: dict) -> dict:
