@@ -40,13 +40,17 @@ async def test_the_fake_enforces_slacks_streaming_rules():
             await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="a", chunks=[task])
         with pytest.raises(SlackApiError, match="message_not_found"):
             await client.chat_appendStream(channel=CHANNEL, ts="1.999", markdown_text="a")
-        await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="a" * 11_990)
+        with pytest.raises(SlackApiError, match="streaming_mode_mismatch"):  # a stream written in chunks
+            await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="a")
+        with pytest.raises(SlackApiError, match="invalid_chunks"):  # a task's details: 256 characters at most
+            await client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{**task, "details": "d" * 257}])
+        await client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{"type": "markdown_text", "text": "a" * 11_990}])
         with pytest.raises(SlackApiError, match="msg_too_long"):  # 12,000 characters in one streamed message
-            await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="b" * 20)
+            await client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{"type": "markdown_text", "text": "b" * 20}])
         with pytest.raises(SlackApiError, match="invalid_blocks"):
             await client.chat_stopStream(channel=CHANNEL, ts=ts, blocks=[{"type": "markdown", "text": "x" * 12_001}])
         await client.chat_stopStream(channel=CHANNEL, ts=ts, chunks=[{**task, "status": "complete"}])
-        for call in (client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="late"),
+        for call in (client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{"type": "markdown_text", "text": "late"}]),
                      client.chat_stopStream(channel=CHANNEL, ts=ts)):
             with pytest.raises(SlackApiError, match="message_not_in_streaming_state"):
                 await call
@@ -63,7 +67,23 @@ async def test_the_fake_enforces_slacks_streaming_rules():
             for _ in range(40):
                 await client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="x")
         assert info.value.response.status_code == 429 and info.value.response.headers["Retry-After"] == "1"
+        # The person presses Stop: nothing more is taken for that message.
+        server.stop_by_user(ts)
+        with pytest.raises(SlackApiError, match="stopped_by_user"):  # (appends are spent: stop is asked)
+            await client.chat_stopStream(channel=CHANNEL, ts=ts, markdown_text="more")
+        # A Slack Connect user belongs to another team than the app's workspace.
+        server.user_teams["UEXT"] = "TEXT"
+        with pytest.raises(SlackApiError, match="invalid_arguments"):
+            await client.chat_startStream(channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT",
+                                          recipient_team_id="T1")
+        await client.chat_startStream(channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT", recipient_team_id="TEXT")
+        # Starting (and stopping) streams is Tier 2: a burst beyond 20 gets 429.
+        with pytest.raises(SlackApiError) as info:
+            for _ in range(25):
+                await client.chat_startStream(channel=CHANNEL, thread_ts="1.6", **who)
+        assert info.value.response.status_code == 429
         # A surface without streaming refuses to start one.
+        server._ends_tokens = (20.0, server._ends_tokens[1])
         server.streaming_error = REFUSED
         with pytest.raises(SlackApiError, match=REFUSED):
             await client.chat_startStream(channel=CHANNEL, thread_ts="1.4", **who)
@@ -233,3 +253,60 @@ async def test_a_stream_that_expires_midway_is_followed_by_the_whole_answer(slac
     [post] = answer_posts(slack.fake, event["ts"])
     assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
     assert slack.fake.calls_to("files.completeUploadExternal")
+
+
+async def test_an_answer_the_person_stops_posts_nothing_more(make_harness, fake, tmp_path):
+    # Before: after Stop, the refused appends broke the stream and the whole answer was posted below it.
+    async with FakeGemini() as gemini:
+        harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
+        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
+                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.chunk_chars, gemini.hold = 30, asyncio.Event()
+        event, _ = await harness.mention("What is the X200 weight?")
+        [message] = await fake.wait_for(lambda: [m for m in fake.streams(event["ts"]) if m["stream"]["markdown"]])
+        fake.stop_by_user(message["ts"])
+        gemini.hold.set()
+        await harness.bot.drain()
+    assert message["stream"]["state"] == "stopped_by_user"
+    assert not fake.posts(event["ts"]) and not fake.calls_to("files.completeUploadExternal")
+    assert ("chat.stopStream", "stopped_by_user") in fake.refused or \
+        ("chat.appendStream", "stopped_by_user") in fake.refused
+    fake.expected_refusals[:] = fake.refused  # Slack refused what came after Stop; nothing else
+
+
+async def test_a_rate_limited_stop_is_tried_again_not_posted_twice(slack: Harness):
+    # Before: a 429 on chat.stopStream beyond the client's two retries posted the whole answer again.
+    slack.fake.retry_after = "0"
+    slack.fake.limit_next["chat.stopStream"] = 4
+    event, _ = await slack.mention("What is the X200 weight?")
+    await slack.bot.drain()
+    [message] = slack.fake.streams(event["ts"])
+    assert message["stream"]["state"] == "stopped" and "14 kg" in message["stream"]["markdown"]
+    assert not [p for p in slack.fake.posts(event["ts"]) if "14 kg" in str(p.params)]
+    assert slack.fake.rate_limited >= 4
+
+
+async def test_a_slack_connect_user_is_streamed_to_with_their_own_team(slack: Harness):
+    # Before: recipient_team_id was the app's workspace (T1), which Slack refuses for another team's user.
+    slack.fake.user_teams["UEXT"] = "TEXT"
+    event = {"type": "app_mention", "user": "UEXT", "user_team": "TEXT", "text": "<@UBOT> What is the X200 weight?"}
+    event, _ = await slack.event(event)
+    await slack.bot.drain()
+    [start] = slack.fake.calls_to("chat.startStream")
+    assert start.params["recipient_team_id"] == "TEXT"
+    assert slack.service.turns[0].scope == "slack:T1"  # the workspace's documents, not the asker's team's
+    assert "14 kg" in slack.fake.streams(event["ts"])[0]["stream"]["markdown"]
+
+
+async def test_long_task_details_are_cut_to_slacks_256(make_harness, fake, tmp_path):
+    class LongDetails(CannedService):
+        async def answer(self, turn, events=None):
+            events(Step("context", "Reading the thread", "complete", "Understood as: " + "why " * 300))
+            return await super().answer(turn, events)
+
+    answer = Answer("q", "q", "The X200 weighs **14 kg**.")
+    harness = await make_harness(service=LongDetails(Service(base_settings(fake, tmp_path)), answer))
+    event, _ = await harness.mention("q")
+    await harness.bot.drain()
+    [message] = fake.streams(event["ts"])  # accepted: the fixture fails on any refusal
+    assert len(message["stream"]["tasks"]["context"]["details"]) <= 256

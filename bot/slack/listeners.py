@@ -131,14 +131,17 @@ class SlackQuestions:
                 return
             await self.indexing.from_message(thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None)
             return
-        await self.answer(thread, team, ts, text, files, event.get("user", ""), delivery)
+        # The stream goes to the asker's own team: a Slack Connect user's is not the app's workspace,
+        # whose documents (scope) and threads it still is.
+        await self.answer(thread, team, ts, text, files, event.get("user", ""), delivery,
+                          event.get("user_team") or team)
 
     async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str,
-                     delivery: str) -> None:
+                     delivery: str, user_team: str) -> None:
         async def started(stream_ts: str) -> None:
             await self.threads.note(delivery, stream=stream_ts)
 
-        stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, team, user,
+        stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, user_team, user,
                               self.settings.stream_interval_s, on_start=started) if self.settings.streaming else None
         async with thread.working(ts), thread.failures_shown("answering", stream):
             # A redelivery of a question whose process died: finish what it started, do not start over.
@@ -166,6 +169,10 @@ class SlackQuestions:
             # broken, or a stored reply sent again) the whole rendering is posted, as before streaming.
             after = None if stream is None or answer is None else await stream.finish(
                 answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
+            if stream is not None and stream.stopped_by_user:  # pressed Stop: nothing more is posted
+                await self.threads.note(delivery, posted=True)
+                await self.conversation.delivered(reply)
+                return
             if not await thread.post_answer(reply.rendered if after is None else after):
                 return  # no evidence "for the answer above" under no answer
             await self.threads.note(delivery, posted=True)

@@ -18,6 +18,7 @@ from typing import Awaitable, Callable
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.text_split import clip
 from core import Step, TextDelta, literal
 
 from .render import plain, slack_markdown
@@ -27,6 +28,8 @@ log = logging.getLogger("pixelrag.slack")
 TEXT_LIMIT = 11_000  # of one streamed message's Markdown (Slack: 12,000); the rest follows in messages
 SOFT_LIMIT = 8_000  # beyond this, only whole paragraphs are streamed, so the message ends where one does
 MAX_INTERVAL = 5.0  # the slowest appends get when Slack keeps rate limiting them
+STOP_ATTEMPTS = 4  # of chat.stopStream (Tier 2) after the client's own retries, each after Slack's Retry-After
+DETAILS_LIMIT = 256  # of a task update's details
 
 
 class AnswerStream:
@@ -38,6 +41,7 @@ class AnswerStream:
         self.interval = interval
         self.ts: str | None = None  # the streamed message, once started
         self.broken = False  # refused or failed: nothing more is sent; the caller posts instead
+        self.stopped_by_user = False  # the person pressed Stop: nothing more is sent, nor posted
         self.streamed = ""  # the Markdown Slack has
         self._text = ""  # Markdown waiting to be sent (beyond the limits: for the messages after the stream)
         self._tasks: dict[str, dict] = {}  # step key -> its latest task_update chunk
@@ -61,7 +65,7 @@ class AnswerStream:
             # Titles and details name documents and echo the question: shown as they are, never acting.
             chunk = {"type": "task_update", "id": event.key, "title": plain(event.title)[:250], "status": event.status}
             if event.detail:
-                chunk["details"] = plain(event.detail)[:1000]
+                chunk["details"] = clip(plain(event.detail), DETAILS_LIMIT)
             self._tasks[event.key] = chunk
             if event.key not in self._changed:
                 self._changed.append(event.key)
@@ -76,8 +80,11 @@ class AnswerStream:
         """Stop the stream with the answer's last text. `ending(overflow)`, given the Markdown that did
         not fit in the streamed message, says which blocks chat.stopStream adds under it and which
         messages follow; those messages are returned for the caller to post. None when the stream is
-        not live (never started, refused, broken): then the caller posts the whole answer."""
+        not live (never started, refused, broken): then the caller posts the whole answer. [] when the
+        person stopped it: nothing more is to be posted."""
         await self._drain()
+        if self.stopped_by_user:
+            return []
         if not self.live:
             await self._abandon()
             return None
@@ -87,9 +94,10 @@ class AnswerStream:
         blocks, after = ending(overflow)
         chunks = self._pending_chunks() + ([{"type": "markdown_text", "text": tail}] if tail else [])
         try:
-            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks or None,
-                                              blocks=blocks or None)
+            await self._stop(chunks=chunks or None, blocks=blocks or None)
         except Exception:
+            if self.stopped_by_user:
+                return []
             log.warning("stopping the answer stream in %s/%s failed; posting the answer instead", self.channel,
                         self.thread_ts, exc_info=True)
             self.broken = True
@@ -98,10 +106,27 @@ class AnswerStream:
         self.streamed += tail
         return after
 
+    async def _stop(self, **content) -> None:
+        """chat.stopStream, tried again while Slack rate limits it (Tier 2: many answers ending at once):
+        a stream left open would show for ever as being written, and posting the answer instead
+        would show it twice."""
+        for attempt in range(STOP_ATTEMPTS + 1):
+            try:
+                await self.client.chat_stopStream(channel=self.channel, ts=self.ts, **content)
+                return
+            except Exception as exc:
+                if error_code(exc) == "stopped_by_user":
+                    self.stopped_by_user = True
+                if not _rate_limited(exc) or attempt == STOP_ATTEMPTS:
+                    raise
+                await asyncio.sleep(min(float(exc.response.headers.get("Retry-After") or 1), 30.0))
+
     async def fail(self, message: str) -> bool:
         """End the stream with `message` under what was written, the step in progress marked as failed.
         False when the stream is not live (the caller shows the message another way)."""
         await self._drain()
+        if self.stopped_by_user:
+            return True  # the person stopped the answer: its error is not theirs to read
         if not self.live:
             await self._abandon()
             return False
@@ -112,9 +137,11 @@ class AnswerStream:
         text = fit(self.streamed, self._text, final=True)[0] + f"\n\n:warning: {slack_markdown(literal(message))}"
         chunks = self._pending_chunks() + [{"type": "markdown_text", "text": fit(self.streamed, text, final=True)[0]}]
         try:
-            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=chunks)
+            await self._stop(chunks=chunks)
             return True
         except Exception:
+            if self.stopped_by_user:
+                return True
             log.warning("could not end the answer stream in %s/%s with its error", self.channel, self.thread_ts,
                         exc_info=True)
             self.broken = True
@@ -166,6 +193,10 @@ class AnswerStream:
                 return
             self.broken = True
             reason = error_code(exc) or type(exc).__name__
+            if reason == "stopped_by_user":
+                self.stopped_by_user = True
+                log.info("the answer in %s/%s was stopped by the person asking", self.channel, self.thread_ts)
+                return
             if self.ts is None:
                 log.warning("Slack refused to stream the answer in %s/%s (%s); it is posted when it is done",
                             self.channel, self.thread_ts, reason)
@@ -194,7 +225,7 @@ class AnswerStream:
 
     async def _abandon(self) -> None:
         """A stream that broke after it started: end it with a pointer to the answer posted below."""
-        if self.ts is None or not self.broken:
+        if self.ts is None or not self.broken or self.stopped_by_user:
             return
         with contextlib.suppress(Exception):
             await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[

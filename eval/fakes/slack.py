@@ -27,7 +27,12 @@ markdown_text or chunks, not both; chunks of the four documented types with thei
 (invalid_chunks); at most 12,000 characters of markdown_text per call and, assumed here as for
 markdown blocks, per streamed message (msg_too_long); an unknown ts is message_not_found, a stopped
 or expired stream (about five minutes) message_not_in_streaming_state; stop's blocks pass
-`block_error`; appendStream bursts beyond its Tier 4 budget get 429 with Retry-After.
+`block_error`; appendStream bursts beyond its Tier 4 budget get 429 with Retry-After, and
+startStream and stopStream share a Tier 2 budget (20 a minute). A task's details hold at most 256
+characters. A stream written in chunks takes no markdown_text, and the other way round
+(streaming_mode_mismatch). The recipient team must be the recipient's own (`user_teams`: a Slack
+Connect user's team is not the app's; refused as invalid_arguments, the code assumed).
+`stop_by_user(ts)` is the person pressing Stop: every later call on that stream is stopped_by_user.
 `streaming_error` makes chat.startStream refuse, as a surface without streaming does.
 
 The agent view and App Home (see `_view_error` and `_assistant_error`; docs.slack.dev method and
@@ -96,6 +101,8 @@ RESPONSE_URL_USES = 5
 RESPONSE_URL_LIFETIME_S = 30 * 60
 POST_BURST = 6  # chat.postMessage: about one message per second per channel, short bursts allowed
 APPEND_BURST, APPEND_PER_S = 20, 100 / 60  # chat.appendStream: Tier 4 (100+ a minute), bursts allowed
+ENDS_BURST, ENDS_PER_S = 20, 20 / 60  # chat.startStream and chat.stopStream: Tier 2 (20+ a minute)
+MAX_TASK_DETAILS = 256  # a task_update's details
 STREAM_LIFETIME_S = 300  # a streamed message stops taking appends about five minutes after it started
 MAX_STREAM_TEXT = 12_000  # markdown_text per call (documented) and per streamed message (assumed)
 MAX_TASK_TITLE = 256
@@ -285,6 +292,9 @@ class FakeSlack:
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
         self.rate_limited = 0  # 429s answered
         self.appends_limited = 0  # the next n chat.appendStream calls are rate limited, whatever the budget
+        self.limit_next: dict[str, int] = {}  # method -> its next n calls rate limited, whatever the budget
+        self._ends_tokens = (float(ENDS_BURST), time.monotonic())
+        self.user_teams: dict[str, str] = {}  # user -> their workspace, where not this one (Slack Connect)
         self.retry_after = "1"  # the Retry-After of a 429, in seconds
         self.streaming_error: str | None = None  # what chat.startStream answers where streaming is unavailable
         self.stream_lifetime_s = STREAM_LIFETIME_S
@@ -470,10 +480,14 @@ class FakeSlack:
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
         if (method == "chat.postMessage" and self._rate_limited(str(params.get("channel", "")))) or \
-                (method == "chat.appendStream" and (self._append_limited() or self.appends_limited > 0)):
+                (method == "chat.appendStream" and (self._append_limited() or self.appends_limited > 0)) or \
+                (method in ("chat.startStream", "chat.stopStream") and self._ends_limited()) or \
+                self.limit_next.get(method, 0) > 0:
             self.rate_limited += 1  # not a refusal: the client is told when to retry
             if method == "chat.appendStream" and self.appends_limited > 0:
                 self.appends_limited -= 1
+            if self.limit_next.get(method, 0) > 0:
+                self.limit_next[method] -= 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
                                      headers={"Retry-After": self.retry_after})
         if method == "chat.startStream" and self.streaming_error:
@@ -520,6 +534,23 @@ class FakeSlack:
         self._append_tokens = (tokens if limited else tokens - 1, now)
         return limited
 
+    def _ends_limited(self) -> bool:
+        """Starting and stopping streams share Tier 2's budget, per workspace."""
+        now = time.monotonic()
+        tokens, last = self._ends_tokens
+        tokens = min(float(ENDS_BURST), tokens + (now - last) * ENDS_PER_S)
+        limited = tokens < 1
+        self._ends_tokens = (tokens if limited else tokens - 1, now)
+        return limited
+
+
+    def stop_by_user(self, ts: str) -> None:
+        """The person pressed Stop on a streamed message: Slack takes nothing more for it."""
+        for messages in self.messages.values():
+            for message in messages:
+                if message.get("ts") == ts and "stream" in message:
+                    message["stream"]["state"] = "stopped_by_user"
+
     def _stream_error(self, method: str, params: dict) -> str | None:
         """What Slack answers a streaming call it refuses, or None."""
         if not params.get("channel"):
@@ -539,13 +570,21 @@ class FakeSlack:
                     return f"missing_{field}"
             if params.get("task_display_mode") not in (None, "timeline", "plan"):
                 return "invalid_arguments"
+            if params["recipient_team_id"] != self.user_teams.get(str(params["recipient_user_id"]),
+                                                                  params["recipient_team_id"]):
+                return "invalid_arguments"  # assumed code: the recipient's own team, not the app's (Slack Connect)
             return None
         message = self._find(str(params["channel"]), params.get("ts"))
         if message is None or "stream" not in message:
             return "message_not_found"
         stream = message["stream"]
+        if stream["state"] == "stopped_by_user":
+            return "stopped_by_user"
         if stream["state"] != "streaming" or time.monotonic() - stream["started"] > self.stream_lifetime_s:
             return "message_not_in_streaming_state"
+        # A stream written in chunks takes chunks, one written as markdown_text takes markdown_text.
+        if (markdown is not None and stream["mode"] == "chunks") or (chunks is not None and stream["mode"] == "text"):
+            return "streaming_mode_mismatch"
         if method == "chat.appendStream" and markdown is None and not chunks:
             return "invalid_arguments"  # nothing to append
         added = len(markdown or "") + sum(len(c.get("text", "")) for c in chunks or [] if c.get("type") == "markdown_text")
@@ -560,6 +599,8 @@ class FakeSlack:
 
     def _stream_content(self, message: dict, params: dict) -> None:
         stream = message["stream"]
+        if stream["mode"] is None and (params.get("chunks") is not None or params.get("markdown_text") is not None):
+            stream["mode"] = "chunks" if params.get("chunks") is not None else "text"
         chunks = list(params.get("chunks") or [])
         if params.get("markdown_text"):
             chunks.insert(0, {"type": "markdown_text", "text": params["markdown_text"]})
@@ -582,7 +623,8 @@ class FakeSlack:
         ts = self._new_ts()
         message = {"ts": ts, "text": "", "bot_id": BOT_ID, "user": BOT_USER_ID, "thread_ts": params.get("thread_ts"),
                    "stream": {"state": "streaming", "started": time.monotonic(), "markdown": "", "chunks": [],
-                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id"), "acted": []}}
+                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id"), "acted": [],
+                              "mode": None}}
         self._stream_content(message, params)
         self.messages.setdefault(params["channel"], []).append(message)
         return {"channel": params["channel"], "ts": ts}
@@ -860,6 +902,8 @@ def chunks_error(chunks: Any) -> str | None:
             if not isinstance(chunk.get("title"), str) or not 0 < len(chunk["title"]) <= MAX_TASK_TITLE:
                 return "invalid_chunks"
             if any(k in chunk and not isinstance(chunk[k], str) for k in ("details", "output")):
+                return "invalid_chunks"
+            if len(chunk.get("details", "")) > MAX_TASK_DETAILS:
                 return "invalid_chunks"
             sources = chunk.get("sources", [])
             if not isinstance(sources, list) or any(not isinstance(x, dict) or x.get("type") != "url"
