@@ -1,12 +1,13 @@
 # Two entry points for a fresh machine (Python 3.11, pip, make):
 #   make demo  — set up, then index a generated sample brochure and ask it a question, offline
 #   make test  — set up with the test extras, then run the offline test suite
+#   make test-minimums — the chat adapters' tests again, on the oldest versions pyproject.toml allows
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
 
-.PHONY: demo test setup setup-test clean results
+.PHONY: demo test test-minimums setup setup-test clean results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,9 +30,22 @@ test: setup-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
+# Every dependency at exactly its declared floor (.ci/minimums.py), in a virtualenv of its own: a floor
+# below what the code calls fails here, not at a user's install.
+MIN_VENV ?= .venv-min
+ADAPTER_TESTS := tests/test_slack.py tests/test_slack_stream.py tests/test_slack_agent.py tests/test_discord.py \
+	tests/test_discord_stream.py tests/test_document_text_is_shown.py
+test-minimums:
+	rm -rf $(MIN_VENV)
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MIN_VENV)/bin/python .ci/minimums.py > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/pip install --quiet -c $(MIN_VENV)/constraints.txt -e '.[test]'
+	$(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ADAPTER_TESTS)
+
 # Regenerate eval/RESULTS.md: the evaluations (local backend, both page stores) and the benchmarks (about an hour on 2 cores).
 results: setup-test
 	$(BIN)/python eval/results.py
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) $(MIN_VENV) out

@@ -382,7 +382,8 @@ async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discor
     assert client.handlers.service.turns[0].question == "what is the warranty?"
 
 
-def test_layout_limits_and_a_citation_without_images():
+async def test_layout_limits_and_a_citation_without_images():
+    # On the bot's event loop, as the adapter renders: discord.py 2.6 builds a view only on a running loop.
     from bot.discord.layout import render_layout
     from core.records import Answer, Citation
 
