@@ -273,3 +273,39 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(broch
             await shared.close()
     finally:
         await _close(database)
+
+
+async def test_a_database_build_killed_before_publishing_leaves_no_rows_behind(database_url, local, tmp_path):
+    # Before: the page images and PDF a killed build had saved stayed in the database for good, as did
+    # a removed document's.
+    import psycopg
+
+    settings = Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url)
+    service = Service(settings, backend=local)
+    try:
+        kept = text_pdf(tmp_path / "kept.pdf", ["HydroFlow HF-300: mounting holes 148 mm apart."])
+        await service.index([str(kept)])
+
+        async def killed(pages, done):  # the build dies after its images and PDF were saved
+            raise RuntimeError("killed")
+
+        real = service.backend.embedder.embed_pages
+        service.backend.embedder.embed_pages = killed
+        with pytest.raises(RuntimeError):
+            await service.index([str(text_pdf(tmp_path / "lost.pdf", ["The Z9 valve holds 16 bar."]))])
+        service.backend.embedder.embed_pages = real
+
+        def counts():
+            with psycopg.connect(database_url) as conn:
+                return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                             for t in ("pixelrag_images", "pixelrag_sources"))
+        assert counts() == (2, 2)  # kept.pdf's and the dead build's
+        gone = text_pdf(tmp_path / "gone.pdf", ["The R2 relay switches 10 A."])
+        await service.index([str(gone)])
+        assert counts() == (2, 2)  # the dead build's rows went, gone.pdf's came
+        await service.remove("shared", "gone.pdf")
+        assert counts() == (1, 1)
+        answer = await service.answer(Turn(QUESTIONS[0]))
+        assert answer.citations and answer.citations[0].preview  # kept.pdf's image is still there
+    finally:
+        await _close(service)

@@ -112,11 +112,24 @@ class PostgresBuild:
                     "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
                     "lexical_length = lexical_length + %s RETURNING version, pages",
                     (pages_added - before[0], length_added - before[1]))).fetchone()
+                await _collect_garbage(conn)
         return f"database version {row[0]}", row[1]
 
     @staticmethod
     async def _has_pages(conn) -> bool:
         return bool((await (await conn.execute("SELECT pages FROM pixelrag_index")).fetchone())[0])
+
+
+async def _collect_garbage(conn) -> None:
+    """Page images and PDFs no page or document refers to any more: removed documents' and old
+    versions', and what a build killed before it published had saved. A build still running saved
+    its own after its job began, so only rows from before the oldest live job go."""
+    horizon = ("(SELECT coalesce(min(started), now()) FROM pixelrag_jobs "
+               "WHERE session IN (SELECT pid FROM pg_stat_activity))")
+    await conn.execute(f"DELETE FROM pixelrag_images i WHERE i.created < {horizon} AND NOT EXISTS "
+                       "(SELECT 1 FROM pixelrag_pages p WHERE p.content_hash = i.content_hash)")
+    await conn.execute(f"DELETE FROM pixelrag_sources s WHERE s.created < {horizon} AND NOT EXISTS "
+                       "(SELECT 1 FROM pixelrag_documents d WHERE d.record->>'sha256' = s.sha256)")
 
 
 async def _insert_document(conn, document: Document, pages: Sequence[Page], vectors: Sequence[np.ndarray],
