@@ -54,6 +54,10 @@ Text that Slack would act on is recorded in `acted` (eval/fakes/markup.py): a co
 mrkdwn, in a markdown block, a stream's text joined across its appends, and plain-text fields too),
 and a CommonMark link or image whose label hides its target in markdown blocks and streamed text.
 
+Socket Mode, the default of `pixelrag slack`, is `socket` (eval/fakes/slack_socket.py):
+apps.connections.open with the app-level token, a WebSocket with hello, envelopes acknowledged
+within 3 s or delivered again, and a refresh_requested disconnect.
+
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
 from __future__ import annotations
@@ -71,6 +75,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from .markup import hidden_links, slack_tokens
+from .slack_socket import SocketMode
 
 BOT_TOKEN = "xoxb-test-token"
 BOT_USER_ID = "UBOT"
@@ -287,6 +292,7 @@ class FakeSlack:
         self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
+        self.socket = SocketMode(self)  # Socket Mode: envelopes over a WebSocket (eval/fakes/slack_socket.py)
         # (method, what) for text Slack would act on: a mention or broadcast, a link hidden behind its label
         self.acted: list[tuple[str, str]] = []
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
@@ -341,6 +347,7 @@ class FakeSlack:
         app.router.add_get("/files/{name}", self._private_file_redirect)
         app.router.add_get("/files-origin/{name}", self._private_file)
         app.router.add_get("/public/{name}", self._public_file)
+        self.socket.routes(app)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -464,6 +471,9 @@ class FakeSlack:
         params = await self._params(request)
         self.calls.append(Call(method, params, dict(request.headers)))
         self._note_acting(method, params)
+        if method == "apps.connections.open":  # the app-level token's one method (Socket Mode)
+            result = self.socket.open_connection(dict(request.headers))
+            return self._refuse(method, result) if isinstance(result, str) else web.json_response({"ok": True, **result})
         if not self._authorized(request):
             return self._refuse(method, "invalid_auth")
         needed = self._needed_scope(method, params)
