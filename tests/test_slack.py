@@ -966,6 +966,16 @@ class DiesWhileWriting(SpyService):
         await gate.wait()
 
 
+async def end_the_dead_process(dead: Harness, fake: FakeSlack) -> None:
+    """Stop a 'dead' process's stuck work after its successor answered: the successor found the 👀
+    already there, and the dead one's cleanup finds it gone."""
+    fake.expected_refusals.append(("reactions.add", "already_reacted"))
+    for task, _ in StuckService.stuck:
+        task.cancel()
+    fake.expected_refusals.append(("reactions.remove", "no_reaction"))
+    await dead.bot.drain()
+
+
 async def test_a_redelivery_closes_the_stream_a_dead_process_left_open(make_harness, fake, tmp_path):
     # Before: the dead process's message stayed "streaming" for ever, and the answer came in a second one.
     real = Service(base_settings(fake, tmp_path))
@@ -979,11 +989,7 @@ async def test_a_redelivery_closes_the_stream_a_dead_process_left_open(make_harn
     dead, answer = fake.streams(event["ts"])
     assert dead is left and dead["stream"]["state"] == "stopped" and "Interrupted" in dead["stream"]["markdown"]
     assert answer["stream"]["state"] == "stopped" and "14 kg" in answer["stream"]["markdown"]
-    fake.expected_refusals.append(("reactions.add", "already_reacted"))
-    for task, _ in StuckService.stuck:
-        task.cancel()
-    fake.expected_refusals.append(("reactions.remove", "no_reaction"))
-    await first.bot.drain()
+    await end_the_dead_process(first, fake)
 
 
 async def test_a_redelivery_after_the_answer_was_posted_does_not_post_it_again(make_harness, fake, tmp_path,
@@ -1015,11 +1021,7 @@ async def test_a_redelivery_after_the_answer_was_posted_does_not_post_it_again(m
     await second.bot.drain()
     assert len(fake.streams(event["ts"])) == 1 and not fake.calls_to("files.completeUploadExternal")
     assert "previews of the answer above were not uploaded: the bot restarted" in fake.thread_text(event["ts"])
-    fake.expected_refusals.append(("reactions.add", "already_reacted"))
-    for task, _ in StuckService.stuck:
-        task.cancel()
-    fake.expected_refusals.append(("reactions.remove", "no_reaction"))
-    await first.bot.drain()
+    await end_the_dead_process(first, fake)
 
 
 async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slack: Harness):

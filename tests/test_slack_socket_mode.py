@@ -15,18 +15,9 @@ import pytest
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from eval.fakes.slack_socket import APP_TOKEN
 from tests.conftest import ROOT
+from tests.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
 
 CHANNEL = "C100"
-
-
-@pytest.fixture
-def fake():
-    server = FakeSlack().start()
-    server.admins.add("UADMIN")
-    yield server
-    server.stop()
-    assert server.refused == server.expected_refusals, server.refused
-    assert not server.acted, server.acted
 
 
 def mention(ts: str, text: str, event_id: str) -> dict:

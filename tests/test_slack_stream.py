@@ -83,7 +83,7 @@ async def test_the_fake_enforces_slacks_streaming_rules():
                 await client.chat_startStream(channel=CHANNEL, thread_ts="1.6", **who)
         assert info.value.response.status_code == 429
         # A surface without streaming refuses to start one.
-        server._ends_tokens = (20.0, server._ends_tokens[1])
+        server.refill()
         server.streaming_error = REFUSED
         with pytest.raises(SlackApiError, match=REFUSED):
             await client.chat_startStream(channel=CHANNEL, thread_ts="1.4", **who)
@@ -127,13 +127,14 @@ async def gemini_harness(make_harness, fake, tmp_path, gemini: FakeGemini) -> Ha
 
 TABLE_ANSWER = ("| Model | Weight |\n|---|---|\n| X200 | **14 kg** |\n\n"
                 "The pump weighs 14 kg without water; `X200` is its model code.\n\n- dry weight\n- no water")
+TABLE_REPLY = {"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
+               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]}
 
 
 async def test_a_gemini_answer_appears_in_slack_while_it_is_written(make_harness, fake, tmp_path):
     async with FakeGemini() as gemini:
         harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
-        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
-                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.replies.append(TABLE_REPLY)
         gemini.chunk_chars, gemini.hold = 30, asyncio.Event()
         event, _ = await harness.mention("What is the X200 weight?")
         # The first piece of the answer is in the thread while Gemini is still writing the rest.
@@ -157,8 +158,7 @@ async def test_appends_slack_rate_limits_are_sent_later_in_the_same_stream(make_
     """Many answers at once spend the app's append budget: the stream waits and goes on, nothing lost."""
     async with FakeGemini() as gemini:
         harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
-        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
-                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.replies.append(TABLE_REPLY)
         gemini.chunk_chars = 30
         fake.retry_after = "0"
         fake.appends_limited = 5  # more than the client's own retries (it makes 3 attempts)
@@ -259,8 +259,7 @@ async def test_an_answer_the_person_stops_posts_nothing_more(make_harness, fake,
     # Before: after Stop, the refused appends broke the stream and the whole answer was posted below it.
     async with FakeGemini() as gemini:
         harness = await gemini_harness(make_harness, fake, tmp_path, gemini)
-        gemini.replies.append({"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
-                               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]})
+        gemini.replies.append(TABLE_REPLY)
         gemini.chunk_chars, gemini.hold = 30, asyncio.Event()
         event, _ = await harness.mention("What is the X200 weight?")
         [message] = await fake.wait_for(lambda: [m for m in fake.streams(event["ts"]) if m["stream"]["markdown"]])

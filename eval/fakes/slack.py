@@ -299,16 +299,14 @@ class FakeSlack:
         self.rate_limited = 0  # 429s answered
         self.appends_limited = 0  # the next n chat.appendStream calls are rate limited, whatever the budget
         self.limit_next: dict[str, int] = {}  # method -> its next n calls rate limited, whatever the budget
-        self._ends_tokens = (float(ENDS_BURST), time.monotonic())
         self.user_teams: dict[str, str] = {}  # user -> their workspace, where not this one (Slack Connect)
         self.retry_after = "1"  # the Retry-After of a 429, in seconds
         self.streaming_error: str | None = None  # what chat.startStream answers where streaming is unavailable
         self.stream_lifetime_s = STREAM_LIFETIME_S
-        self._append_tokens = (float(APPEND_BURST), time.monotonic())
+        self._buckets: dict[str, tuple[float, float]] = {}  # rate-limit budgets: (tokens, when counted)
         self.download_chunked = False  # stream downloads with chunked encoding instead of a Content-Length
         self.download_drop_after: int | None = None  # close the connection after this many bytes
         self._response_urls: dict[str, list[float]] = {}  # name -> times used
-        self._post_tokens: dict[str, tuple[float, float]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -489,9 +487,12 @@ class FakeSlack:
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
-        if (method == "chat.postMessage" and self._rate_limited(str(params.get("channel", "")))) or \
-                (method == "chat.appendStream" and (self._append_limited() or self.appends_limited > 0)) or \
-                (method in ("chat.startStream", "chat.stopStream") and self._ends_limited()) or \
+        # chat.postMessage: about one a second per channel, in short bursts; appendStream: Tier 4;
+        # startStream and stopStream: one Tier 2 budget.
+        if (method == "chat.postMessage" and self._spend(f"post {params.get('channel', '')}", POST_BURST, 1.0)) or \
+                (method == "chat.appendStream" and (self._spend("append", APPEND_BURST, APPEND_PER_S)
+                                                    or self.appends_limited > 0)) or \
+                (method in ("chat.startStream", "chat.stopStream") and self._spend("ends", ENDS_BURST, ENDS_PER_S)) or \
                 self.limit_next.get(method, 0) > 0:
             self.rate_limited += 1  # not a refusal: the client is told when to retry
             if method == "chat.appendStream" and self.appends_limited > 0:
@@ -526,33 +527,19 @@ class FakeSlack:
             if is_markdown:
                 self.acted += [(method, f"link to {href}") for href in hidden_links(text)]
 
-    def _rate_limited(self, channel: str) -> bool:
-        """A token bucket per channel: POST_BURST posts at once, then one more per second."""
+    def _spend(self, bucket: str, burst: int, per_s: float) -> bool:
+        """True (rate limited) when `bucket` is empty; else one token is spent. A bucket holds `burst`
+        tokens and gains `per_s` a second (Slack's tiers count per app and workspace)."""
         now = time.monotonic()
-        tokens, last = self._post_tokens.get(channel, (float(POST_BURST), now))
-        tokens = min(float(POST_BURST), tokens + (now - last))
+        tokens, last = self._buckets.get(bucket, (float(burst), now))
+        tokens = min(float(burst), tokens + (now - last) * per_s)
         limited = tokens < 1
-        self._post_tokens[channel] = (tokens if limited else tokens - 1, now)
+        self._buckets[bucket] = (tokens if limited else tokens - 1, now)
         return limited
 
-    def _append_limited(self) -> bool:
-        """One token bucket for the workspace (Slack's tiers count per app and workspace)."""
-        now = time.monotonic()
-        tokens, last = self._append_tokens
-        tokens = min(float(APPEND_BURST), tokens + (now - last) * APPEND_PER_S)
-        limited = tokens < 1
-        self._append_tokens = (tokens if limited else tokens - 1, now)
-        return limited
-
-    def _ends_limited(self) -> bool:
-        """Starting and stopping streams share Tier 2's budget, per workspace."""
-        now = time.monotonic()
-        tokens, last = self._ends_tokens
-        tokens = min(float(ENDS_BURST), tokens + (now - last) * ENDS_PER_S)
-        limited = tokens < 1
-        self._ends_tokens = (tokens if limited else tokens - 1, now)
-        return limited
-
+    def refill(self) -> None:
+        """Every rate-limit budget full again, as after a quiet minute."""
+        self._buckets.clear()
 
     def stop_by_user(self, ts: str) -> None:
         """The person pressed Stop on a streamed message: Slack takes nothing more for it."""
