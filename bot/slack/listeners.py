@@ -83,6 +83,14 @@ class SlackQuestions:
         context["claims"] = claims
         await next()
 
+    async def _note(self, delivery: str, **progress) -> None:
+        """What a process taking this delivery over after a crash needs to know; a failure to note it
+        costs only that (the answer goes on)."""
+        try:
+            await self.threads.note(delivery, **progress)
+        except PixelragError as exc:
+            log.warning("progress of %s not noted: %s", delivery, exc)
+
     async def _tell_unavailable(self, client: AsyncWebClient, event: dict) -> None:
         where = (event["channel"], event["ts"])
         if where in self._told_unavailable:
@@ -139,7 +147,7 @@ class SlackQuestions:
     async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str,
                      delivery: str, user_team: str) -> None:
         async def started(stream_ts: str) -> None:
-            await self.threads.note(delivery, stream=stream_ts)
+            await self._note(delivery, stream=stream_ts)
 
         stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, user_team, user,
                               self.settings.stream_interval_s, on_start=started) if self.settings.streaming else None
@@ -170,12 +178,12 @@ class SlackQuestions:
             after = None if stream is None or answer is None else await stream.finish(
                 answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
             if stream is not None and stream.stopped_by_user:  # pressed Stop: nothing more is posted
-                await self.threads.note(delivery, posted=True)
+                await self._note(delivery, posted=True)
                 await self.conversation.delivered(reply)
                 return
             if not await thread.post_answer(reply.rendered if after is None else after):
                 return  # no evidence "for the answer above" under no answer
-            await self.threads.note(delivery, posted=True)
+            await self._note(delivery, posted=True)
             await self.conversation.delivered(reply)
             if answer is not None and not answer.clarifying_question:
                 await thread.upload_previews(answer)
