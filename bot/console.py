@@ -29,6 +29,7 @@ async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
                              stdin or sys.stdin).run()
     finally:
         await threads.close()
+        await service.close()
 
 
 class Console:

@@ -13,11 +13,11 @@ from .errors import (BadInput, Busy, DatabaseUnavailable, IndexProblem, Pixelrag
 from .query_images import attachment_kind, validate_query_image
 from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
                       Progress, QueryImage, Rated, Step, TextDelta, Turn, own_and_shared)
-from .migration import migrate_index, migrate_threads
+from .postgres.migration import migrate_index, migrate_threads
 from .ports import ThreadMemory
 from .service import Service
 from .storage import thread_memory
-from .threads import ThreadKey, ThreadStore
+from .embedded.threads import ThreadKey, ThreadStore
 
 __all__ = [
     "Settings", "flag", "load_settings", "number",

@@ -66,7 +66,7 @@ class PageSearch(Protocol):
 
 
 class PageIndex(Protocol):
-    """Where the published pages live: snapshots on disk (core/snapshots.py) or PostgreSQL
+    """Where the published pages live: snapshots in an index folder (core/embedded/pages.py) or PostgreSQL
     (core/postgres/pages.py), chosen in core/storage.py."""
 
     async def search(self, scope: str) -> PageSearch | None:
@@ -114,6 +114,20 @@ class PageStore(PageIndex, Protocol):
 
     async def source(self, sha256: str) -> bytes | None:
         """A stored source PDF, for re-indexing a document whose origin cannot be fetched."""
+
+    async def repair(self) -> tuple[str | None, list]:
+        """After damage: the newest intact state published, stray PDFs set aside with what they were
+        indexed as; (what is published, [(path, documents)]). BadInput where nothing can be half-published."""
+
+    async def verify(self) -> list[Document]:
+        """Every document, the store checked as thoroughly as it can be (IndexProblem when damaged)."""
+
+    async def close(self) -> None:
+        """Let go of what the store holds open (a database's connections)."""
+
+    async def status(self, scope: str | None = None) -> dict:
+        """What the store holds (for `scope` only, when given): snapshot or version, built_with, documents,
+        pages, and where it lives; `indexing_now` too where the store sees every process's builds."""
 
 
 class ThreadMemory(Protocol):

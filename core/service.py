@@ -3,19 +3,14 @@
 core/conversation.py."""
 from __future__ import annotations
 
-import asyncio
 from typing import Sequence
 
 from .answering import Answerer
 from .backends import make_backend
 from .config import Settings
 from .indexing import Indexer, ProgressFn
-from .errors import BadInput
 from .ports import Backend, PageStore
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
-from .search import LexicalIndex
-from .snapshots import IndexView
-from .snapshot_format import Snapshot
 from .storage import page_store
 
 
@@ -24,9 +19,6 @@ class Service:
         self.settings = settings
         self._backend = backend
         self.pages: PageStore = page_store(settings)
-        # The embedded store's own operations (repair, the full check); None over a database.
-        self.view = self.pages if isinstance(self.pages, IndexView) else None
-        self.store = self.view.store if self.view else None
         self.indexer = Indexer(settings, self.pages, lambda: self.backend)
         self.answerer = Answerer(settings, self.pages, lambda: self.backend)
 
@@ -61,11 +53,8 @@ class Service:
         """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
         <index>/recovered/ to be indexed again. (snapshot name or None, [(moved file, the documents it
         was indexed as)])."""
-        if self.store is None:
-            raise BadInput("repair is for an index folder; a database index is never left half-published.")
         async with self.indexer.build_lock:
-            with await asyncio.to_thread(self.store.lock):
-                return await asyncio.to_thread(self.store.repair)
+            return await self.pages.repair()
 
     async def documents(self, scope: str) -> list[Document]:
         return await self.pages.documents(scope)
@@ -74,19 +63,15 @@ class Service:
         """Every scope's documents, for the operator (exports, evaluation)."""
         return await self.pages.all_documents()
 
-    def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
-        return self.view.snapshot()
-
     async def verify(self) -> list[Document]:
-        """Every document, the index checked: the embedded snapshot opened with every check and its source
-        PDFs hashed (IndexProblem when damaged)."""
-        if self.store is None:
-            return await self.pages.all_documents()
-        snapshot = await asyncio.to_thread(self.store.open)
-        return snapshot.documents if snapshot else []
+        """Every document, the index checked as thoroughly as its store can (IndexProblem when damaged)."""
+        return await self.pages.verify()
 
     async def warm_up(self) -> None:
         await self.pages.warm_up()
+
+    async def close(self) -> None:
+        await self.pages.close()
 
     def indexing_now(self, scope: str | None = None) -> list[str]:
         return self.indexer.indexing_now(scope)
@@ -94,19 +79,5 @@ class Service:
     async def status(self, scope: str | None = None) -> dict:
         """What the index holds: for the operator (every scope) or, with `scope`, for one tenant (its own
         and the shared documents, and only its own indexing in progress)."""
-        if self.store is None:
-            database = await self.pages.status(scope)
-            documents = await (self.pages.documents(scope) if scope else self.pages.all_documents())
-            return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "backend": self.settings.backend, **database,
-                    "documents": len(documents)}
-        catalog = self.store.catalog()
-        documents = (self.view.visible_documents(scope) if scope else catalog.documents) if catalog else []
-        return {
-            **({} if scope else {"index_dir": str(self.settings.index_dir)}),
-            "backend": self.settings.backend,
-            "snapshot": catalog.name if catalog else None,
-            "built_with": catalog.built_with if catalog else None,
-            "documents": len(documents),
-            "pages": sum(d.page_count for d in documents),
-            "indexing_now": self.indexing_now(scope),
-        }
+        return {"backend": self.settings.backend, "indexing_now": self.indexing_now(scope),
+                **await self.pages.status(scope)}  # a shared database knows every process's builds

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from .config import Settings
 from .ports import PageStore, ThreadMemory
-from .snapshots import IndexView
-from .store import IndexStore
-from .threads import ThreadStore
+from .embedded.pages import EmbeddedPages
+from .embedded.index_folder import IndexStore
+from .embedded.threads import ThreadStore
 
 
 def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:
@@ -27,4 +27,4 @@ def page_store(settings: Settings) -> PageStore:
         from .postgres.pages import PostgresPages
 
         return PostgresPages(settings.database_url)
-    return IndexView(IndexStore(settings.index_dir))
+    return EmbeddedPages(IndexStore(settings.index_dir))

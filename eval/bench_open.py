@@ -28,18 +28,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from core.records import Document, Page, Word  # noqa: E402
-from core.store import IndexStore  # noqa: E402
+from core.embedded.index_folder import IndexStore  # noqa: E402
 
 CHILD = """
 import json, os, sys, time
 sys.path.insert(0, {root!r})
-from core.store import IndexStore
-from core.snapshots import IndexView
+from core.embedded.index_folder import IndexStore
+from core.embedded.pages import EmbeddedPages
 from core.search import lexical_index
 t = time.perf_counter()
 store = IndexStore(__import__("pathlib").Path({index!r}))
 if {mode!r} == "serving":
-    snap, lexical = IndexView(store).snapshot()
+    snap, lexical = EmbeddedPages(store).snapshot()
 else:
     snap = store.open()
     lexical = lexical_index(snap.documents, snap.pages)

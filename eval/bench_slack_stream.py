@@ -39,7 +39,7 @@ async def main_async(questions: int, ttft: float) -> None:
     from bot.slack import build_app
     from core.config import Settings
     from core.service import Service
-    from core.threads import ThreadStore
+    from core.embedded.threads import ThreadStore
     from eval.fakes.gemini import FakeGemini
     from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
     from eval.sample_document import build

@@ -59,10 +59,10 @@ ZERO_PAGES = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
 async def test_bad_pdf_is_refused_and_the_index_survives(indexed, tmp_path, name, make, message):
     path = tmp_path / name
     make(path)
-    before = indexed.store.active_name()
+    before = indexed.pages.store.active_name()
     with pytest.raises(BadInput, match=message):
         await indexed.index([str(path)])
-    assert indexed.store.active_name() == before
+    assert indexed.pages.store.active_name() == before
     await assert_still_answers(indexed)
 
 
@@ -70,10 +70,10 @@ async def test_missing_file_and_duplicates_are_reported(indexed, tmp_path):
     with pytest.raises(BadInput, match="no such file"):
         await indexed.index([str(tmp_path / "nope.pdf")])
     # An unchanged document is up to date: nothing to do, no new snapshot, not a failure.
-    before = indexed.store.active_name()
+    before = indexed.pages.store.active_name()
     report = await indexed.index([str(tmp_path / "good.pdf")])
     assert [d.file_name for d in report.unchanged] == ["good.pdf"] and not report.documents and not report.skipped
-    assert indexed.store.active_name() == before
+    assert indexed.pages.store.active_name() == before
     other = text_pdf(tmp_path / "other.pdf", ["Coil voltage 24 V DC."])
     report = await indexed.index([str(other), str(other)])
     assert [d.file_name for d in report.documents] == ["other.pdf"] and not report.skipped  # indexed once

@@ -39,16 +39,27 @@ def database(tmp_path_factory):
     db.server.cleanup()
 
 
-async def bot_on(database, make_harness, fake, tmp_path):
+@pytest.fixture
+async def services():
+    """Services made by a test, closed at its end: a pool left open keeps reconnecting, and the test's
+    event loop cannot close under it."""
+    made: list[Service] = []
+    yield made
+    for service in made:
+        await service.close()
+
+
+async def bot_on(database, make_harness, fake, tmp_path, services):
     settings = base_settings(fake, tmp_path).with_(database_url=database.url)
     service = Service(settings)
+    services.append(service)
     await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
     return await make_harness(service=service, threads=PostgresThreadStore(database.url))
 
 
-async def test_after_a_restart_the_first_question_is_answered(database, make_harness, fake, tmp_path):
+async def test_after_a_restart_the_first_question_is_answered(database, make_harness, fake, tmp_path, services):
     # Before: "Sorry, something went wrong" after 90 s (AdminShutdown from a stale pooled connection).
-    bot = await bot_on(database, make_harness, fake, tmp_path)
+    bot = await bot_on(database, make_harness, fake, tmp_path, services)
     first, _ = await bot.mention("What is the X200 weight?")
     await bot.bot.drain()
     assert "14 kg" in fake.thread_text(first["ts"])
@@ -61,9 +72,9 @@ async def test_after_a_restart_the_first_question_is_answered(database, make_har
 
 
 async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(database, make_harness, fake,
-                                                                            tmp_path):
+                                                                            tmp_path, services):
     # Before: HTTP 500 with a traceback for each of Slack's deliveries, and nothing said in the thread.
-    bot = await bot_on(database, make_harness, fake, tmp_path)
+    bot = await bot_on(database, make_harness, fake, tmp_path, services)
     await bot.mention("What is the X200 weight?")
     await bot.bot.drain()
     database.stop()
@@ -84,10 +95,10 @@ async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(dat
     assert len(bot.service.turns) == 2  # answered once
 
 
-async def test_an_answer_that_loses_the_database_midway_says_so(database, make_harness, fake, tmp_path,
+async def test_an_answer_that_loses_the_database_midway_says_so(database, make_harness, fake, tmp_path, services,
                                                                  monkeypatch):
     monkeypatch.setattr("core.postgres.database.WAIT_S", 1.0)  # how long a question waits for a restart
-    bot = await bot_on(database, make_harness, fake, tmp_path)
+    bot = await bot_on(database, make_harness, fake, tmp_path, services)
 
     class DiesWhileSearching:  # the database goes away once the delivery is claimed
         def __init__(self, real):
@@ -119,7 +130,13 @@ def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_p
     from bot.console import run_console
 
     settings = Settings(index_dir=tmp_path / "index", backend="local", database_url=database.url)
-    asyncio.run(Service(settings).index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared"))
+    async def index() -> None:
+        service = Service(settings)
+        try:
+            await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared")
+        finally:
+            await service.close()
+    asyncio.run(index())
 
     class Lines(io.StringIO):
         def readline(self):

@@ -33,7 +33,7 @@ from core.records import (
     Progress,
     Turn,
 )
-from core.threads import ThreadStore
+from core.embedded.threads import ThreadStore
 
 ME_ID = 999
 GUILD_A, GUILD_B = 1001, 1002

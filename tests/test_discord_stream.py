@@ -18,7 +18,7 @@ from bot.discord import build_client
 from core.config import Settings
 from core.errors import RemoteError
 from core.records import Step, TextDelta
-from core.threads import ThreadStore
+from core.embedded.threads import ThreadStore
 from eval.fakes.discord import FakeDiscord
 from eval.fakes.discord_rules import V2_FLAG, Refused, check_message
 from tests.test_discord import MANUAL_A, FakeService, make_user

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bot.cli import main
-from core.store import IndexStore
+from core.embedded.index_folder import IndexStore
 from tests.conftest import text_pdf
 
 
@@ -150,7 +150,7 @@ def test_a_second_build_says_it_is_waiting(env, capsys):
     import subprocess
     import sys
 
-    from core.disk import BuildLock
+    from core.embedded.disk import BuildLock
     from tests.conftest import ROOT
 
     pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
@@ -170,7 +170,7 @@ def test_remove_says_it_is_waiting_for_a_build(env, capsys):
     import subprocess
     import sys
 
-    from core.disk import BuildLock
+    from core.embedded.disk import BuildLock
     from tests.conftest import ROOT
 
     pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
@@ -224,13 +224,13 @@ def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monke
     # Before: an OSError [Errno 28] traceback, and the half-written snapshot stayed on the full disk.
     import errno
 
-    import core.store
+    import core.embedded.index_folder
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     before = IndexStore(Path("index")).active_name()
-    monkeypatch.setattr(core.store, "write_words", full)
+    monkeypatch.setattr(core.embedded.index_folder, "write_words", full)
     code, _, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 2 and err.startswith("pixelrag: The disk holding the index is full (No space left on device)")
     assert "Traceback" not in err and IndexStore(Path("index")).active_name() == before

@@ -16,7 +16,7 @@ from core.config import Settings
 from core.errors import IndexProblem, RemoteError
 from core.records import Turn
 from core.service import Service
-from core.store import IndexStore
+from core.embedded.index_folder import IndexStore
 from tests.conftest import ROOT, corpus_pdf, text_pdf
 from eval.fakes.gemini import API_KEY, EMBED, GENERATE, FakeGemini
 
@@ -93,12 +93,12 @@ async def test_a_changed_page_is_the_only_one_embedded_again(fake, tmp_path):
 async def test_persistent_failure_leaves_the_previous_snapshot_active(fake, brochure, tmp_path):
     service = Service(gemini_settings(fake, tmp_path, retry_attempts=2))
     await service.index([str(brochure)])
-    active = service.store.active_name()
+    active = service.pages.store.active_name()
     fake.fail_always = 503
     with pytest.raises(RemoteError, match="503"):
         await service.index([str(text_pdf(tmp_path / "new.pdf", ["new document"]))])
     fake.fail_always = None
-    assert service.store.active_name() == active
+    assert service.pages.store.active_name() == active
     assert [d.file_name for d in await service.documents("shared")] == ["hf300-brochure.pdf"]
 
 
@@ -219,7 +219,7 @@ async def test_screenshots_the_api_would_refuse_are_normalised_first(fake, broch
 async def test_an_index_embedded_with_the_old_page_format_is_refused(fake, brochure, tmp_path):
     service = Service(gemini_settings(fake, tmp_path))
     await service.index([str(brochure)])
-    manifest = tmp_path / "index" / "snapshots" / service.store.active_name() / "manifest.json"
+    manifest = tmp_path / "index" / "snapshots" / service.pages.store.active_name() / "manifest.json"
     data = json.loads(manifest.read_text())
     del data["built_with"]["document_format"]  # what indexes built before the format was recorded hold
     manifest.write_text(json.dumps(data))

@@ -158,7 +158,7 @@ async def test_the_same_pdf_in_two_workspaces_is_two_documents_sharing_vectors(s
     mine = [d for d in await service.documents("slack:T9") if d.scope == "slack:T9"][0]
     shared = [d for d in await service.documents("slack:T9") if d.scope == "shared"][0]
     assert mine.doc_id != shared.doc_id and mine.sha256 == shared.sha256
-    assert service.store.open() is not None  # the index still passes its checks
+    assert service.pages.store.open() is not None  # the index still passes its checks
     assert [d.scope for d in await service.documents("slack:T8")] == ["shared"]
     await service.remove("slack:T9", mine.doc_id)
     answer = await service.answer(Turn("mounting hole spacing", scope="slack:T9"), retrieve_only=True)
@@ -184,13 +184,13 @@ async def test_the_index_is_opened_off_the_event_loop_and_ready_after_indexing(s
     import threading
 
     on_loop_thread = []
-    real_open = service.store.open
+    real_open = service.pages.store.open
 
     def spy(*args, **kwargs):
         on_loop_thread.append(threading.current_thread() is threading.main_thread())
         return real_open(*args, **kwargs)
 
-    monkeypatch.setattr(service.store, "open", spy)
+    monkeypatch.setattr(service.pages.store, "open", spy)
     await service.answer(Turn("mounting hole spacing"), retrieve_only=True)
     assert on_loop_thread == [False]
     await service.index([str(text_pdf(tmp_path / "note.pdf", ["Service interval: every 2,000 hours."]))])

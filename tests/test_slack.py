@@ -22,7 +22,7 @@ from bot.slack import build_app, render
 from core.config import Settings
 from core.records import Answer, Citation, Exchange
 from core.service import Service
-from core.threads import ThreadStore
+from core.embedded.threads import ThreadStore
 from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
 
 SECRET = "test-signing-secret"

@@ -25,19 +25,19 @@ async def indexed(tmp_path):
 
 def lexical_file(settings: Settings):
     service = Service(settings)
-    return service.store.lexical_path(service.store.active_name())
+    return service.pages.store.lexical_path(service.pages.store.active_name())
 
 
 async def test_a_new_process_reads_the_saved_index_instead_of_building_one(indexed, monkeypatch):
     assert lexical_file(indexed).is_file()
-    built = Service(indexed).snapshot()[1]
+    built = Service(indexed).pages.snapshot()[1]
 
     def no_building(self, texts, k1=1.2, b=0.75):
         raise AssertionError("BM25 was built again at open")
 
     monkeypatch.setattr(LexicalIndex, "__init__", no_building)
     service = Service(indexed)  # a new process: nothing cached
-    snap, lexical = service.snapshot()
+    snap, lexical = service.pages.snapshot()
     for query in ("power supply weight", "warranty years", "maximum flow"):
         assert np.array_equal(lexical.scores(query), built.scores(query))
         assert lexical.coverage(query) == built.coverage(query)
@@ -63,10 +63,10 @@ async def test_a_missing_or_damaged_saved_index_is_rebuilt(indexed, tmp_path, da
 @pytest.mark.parametrize("written_before_offsets", [False, True])
 async def test_a_served_snapshot_reads_a_pages_words_when_needed(indexed, written_before_offsets):
     service = Service(indexed)
-    full = service.store.open()
+    full = service.pages.store.open()
     if written_before_offsets:  # a snapshot from before the line offsets were saved: one scan finds them
-        (service.store.root / "snapshots" / full.name / "pages.offsets.npy").unlink()
-    served = Service(indexed).snapshot()[0]
+        (service.pages.store.root / "snapshots" / full.name / "pages.offsets.npy").unlink()
+    served = Service(indexed).pages.snapshot()[0]
     assert all(p.words == () for p in served.pages)
     assert [served.page(i) for i in range(len(PAGES))] == full.pages
     assert "2.6 kg" in served.page(1).text
@@ -76,7 +76,7 @@ async def test_a_served_snapshot_reads_a_pages_words_when_needed(indexed, writte
 
 async def test_serving_does_not_hash_the_sources_but_status_does(indexed):
     service = Service(indexed)
-    source = service.store.source_path((await service.documents("shared"))[0].sha256)
+    source = service.pages.store.source_path((await service.documents("shared"))[0].sha256)
     source.write_bytes(source.read_bytes() + b"tampered")
     answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
     assert answer.hits[0].page == 2  # answering never reads the PDFs: the bot keeps serving

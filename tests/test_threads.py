@@ -11,7 +11,7 @@ import pytest
 
 from core import Exchange, IndexProblem, Settings, ThreadStore, thread_memory
 from core.postgres.threads import PostgresThreadStore
-from core.threads import KEEP_EVENTS_S, MIGRATIONS
+from core.embedded.threads import KEEP_EVENTS_S, MIGRATIONS
 
 KEY = ("slack", "T1", "C1", "1.0")
 

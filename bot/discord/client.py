@@ -85,3 +85,4 @@ async def serve(settings: Settings) -> None:
                        "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only).") from exc
     finally:
         await threads.close()
+        await service.close()

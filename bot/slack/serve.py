@@ -46,6 +46,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
         except (TimeoutError, asyncio.CancelledError):
             log.warning("stopped with work still running; Slack's redelivery picks it up after a restart")
         await threads.close()
+        await service.close()
 
 
 def malformed(body: bytes, content_type: str) -> str | None:

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import IndexProblem
 from ..records import Document, Page
 from ..search import page_terms
-from ..snapshot_format import word_row
+from ..embedded.snapshot_format import word_row
 from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
 
 

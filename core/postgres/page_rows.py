@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..records import Page
-from ..snapshot_format import word_from_row
+from ..embedded.snapshot_format import word_from_row
 
 SAMPLE_BUCKETS = 1024  # a page's random bucket; the spread of dense scores is taken over a few buckets
 

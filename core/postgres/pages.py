@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 from typing import Callable, Sequence
 
+from ..errors import BadInput
 from ..records import SHARED_SCOPE, Document
 from .database import connected, open_pool
 from .page_builds import PostgresBuild
@@ -85,9 +86,17 @@ class PostgresPages:
         async with await self.connection() as conn:
             index = await self._index_row(conn)
             version = (await (await conn.execute("SELECT version FROM pixelrag_index")).fetchone() or [None])[0]
-        return {"snapshot": f"database version {version}" if version else None,
+        documents = await (self.documents(scope) if scope else self.all_documents())
+        return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "snapshot": f"database version {version}" if version else None,
                 "built_with": index[0] if index else None, "pages": index[1] if index else 0,
-                "indexing_now": await self.jobs(scope)}
+                "documents": len(documents), "indexing_now": await self.jobs(scope)}
+
+    async def repair(self) -> tuple[str | None, list]:
+        raise BadInput("repair is for an index folder; a database index is never left half-published.")
+
+    async def verify(self) -> list[Document]:
+        """A database is never half-published: its documents, as they are."""
+        return await self.all_documents()
 
     # --- building --------------------------------------------------------------------------------
     @contextlib.asynccontextmanager

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from .documents import Source
-from .errors import IndexProblem
+from ..documents import Source
+from ..errors import IndexProblem
 from .snapshot_format import Snapshot
-from .store import IndexStore
+from .index_folder import IndexStore
 
 
 def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:

@@ -10,14 +10,14 @@ import sqlite3
 from pathlib import Path
 from typing import Sequence
 
-from .config import Settings
-from .errors import BadInput
-from .indexing import build_key
-from .postgres.database import open_pool
-from .postgres.pages import PostgresPages
-from .records import IndexReport
-from .store import IndexStore
-from .threads import ThreadStore
+from ..config import Settings
+from ..errors import BadInput
+from ..indexing import build_key
+from .database import open_pool
+from .pages import PostgresPages
+from ..records import IndexReport
+from ..embedded.index_folder import IndexStore
+from ..embedded.threads import ThreadStore
 
 
 async def migrate_index(settings: Settings, url: str) -> IndexReport:

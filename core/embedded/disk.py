@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from .errors import IndexProblem
+from ..errors import IndexProblem
 
 
 def write_once(path: Path, data: bytes) -> None:

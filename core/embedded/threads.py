@@ -19,9 +19,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from .errors import IndexProblem
-from .ports import ThreadKey
-from .records import Exchange, Rated
+from ..errors import IndexProblem
+from ..ports import ThreadKey
+from ..records import Exchange, Rated
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import IndexProblem
-from .records import Document, Page, Word
+from ..errors import IndexProblem
+from ..records import Document, Page, Word
 
 WORDS_FILE = "pages.jsonl"  # one line of words per page, in page order
 OFFSETS_FILE = "pages.offsets.npy"  # where each page's line starts

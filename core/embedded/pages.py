@@ -1,24 +1,24 @@
-"""The embedded page index (the PageIndex port): the active snapshot, opened once with its BM25 index
-and shared by answering and indexing; each question searches it through an EmbeddedSearch."""
+"""The page index in an index folder (the PageStore port; its twin is postgres/pages.py): the active
+snapshot, opened once with its BM25 index and shared by answering and indexing; each question
+searches it through an EmbeddedSearch (page_search.py), each build writes through page_builds.py."""
 from __future__ import annotations
 
 import asyncio
 import logging
 from typing import Callable, Sequence
 
-import numpy as np
-
-from .errors import IndexProblem
-from .records import SHARED_SCOPE, Document, Hit, ReaderPage
-from .search import LexicalIndex, dense_page_scores, fill_gaps, fuse_scores, lexical_index
-from .snapshot_builds import embedded_build
+from ..errors import IndexProblem
+from ..records import SHARED_SCOPE, Document
+from ..search import LexicalIndex, lexical_index
+from .page_builds import embedded_build
+from .page_search import EmbeddedSearch
 from .snapshot_format import Snapshot
-from .store import IndexStore
+from .index_folder import IndexStore
 
 log = logging.getLogger(__name__)
 
 
-class IndexView:
+class EmbeddedPages:
     def __init__(self, store: IndexStore):
         self.store = store
         self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
@@ -66,7 +66,7 @@ class IndexView:
         async with self._load_lock:
             return await asyncio.to_thread(self.snapshot)
 
-    async def search(self, scope: str) -> "EmbeddedSearch | None":
+    async def search(self, scope: str) -> EmbeddedSearch | None:
         loaded = await self.load()
         if loaded is None:
             return None
@@ -91,6 +91,27 @@ class IndexView:
     async def documents(self, scope: str) -> list[Document]:
         return self.visible_documents(scope)
 
+    async def close(self) -> None:
+        """Nothing is held open between questions: files are opened as they are read."""
+
+    async def repair(self) -> tuple[str | None, list]:
+        """The newest intact snapshot made active, stray PDFs moved to recovered/ (IndexStore.repair),
+        under the folder's build lock."""
+        with await asyncio.to_thread(self.store.lock):
+            return await asyncio.to_thread(self.store.repair)
+
+    async def verify(self) -> list[Document]:
+        """The active snapshot opened with every check, its source PDFs hashed."""
+        snapshot = await asyncio.to_thread(self.store.open)
+        return snapshot.documents if snapshot else []
+
+    async def status(self, scope: str | None = None) -> dict:
+        catalog = self.store.catalog()
+        documents = (self.visible_documents(scope) if scope else catalog.documents) if catalog else []
+        return {**({} if scope else {"index_dir": str(self.store.root)}),
+                "snapshot": catalog.name if catalog else None, "built_with": catalog.built_with if catalog else None,
+                "documents": len(documents), "pages": sum(d.page_count for d in documents)}
+
     async def all_documents(self) -> list[Document]:
         catalog = self.store.catalog()
         return list(catalog.documents) if catalog else []
@@ -107,39 +128,3 @@ class IndexView:
 
 def visible(documents: Sequence[Document], scope: str) -> list[Document]:
     return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]
-
-
-class EmbeddedSearch:
-    """One question's search over the snapshot: every visible page is scored (vectors in memory)."""
-
-    def __init__(self, store: IndexStore, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document]):
-        self.store, self.snap, self.lexical, self.documents = store, snap, lexical, documents
-        self.built_with = snap.built_with
-        self.allowed = np.isin(snap.page_docs, list(documents))
-
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
-        # CPU work that grows with the index: off the loop.
-        return await asyncio.to_thread(self._rank, text, vector, k, lexical, answered)
-
-    def _rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None) -> list[Hit]:
-        snap = self.snap
-        dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), vector)
-        if lexical:
-            ranked = fuse_scores(dense, self.lexical.scores(text), self.allowed, k,
-                                 self.lexical.coverage(text, self.allowed))
-        else:
-            ranked = fuse_scores(dense, None, self.allowed, k)
-        ranked = fill_gaps([(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
-                           lambda key: key in snap.index_of, answered)
-        pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in ranked]
-        return [Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
-                for p, (_, _, score) in zip(pages, ranked)]
-
-    async def absent_words(self, question: str) -> list[str]:
-        return await asyncio.to_thread(self.lexical.absent_words, question, self.allowed)
-
-    async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
-        def read() -> list[ReaderPage]:
-            return [ReaderPage(h, self.snap.page(self.snap.index_of[(h.doc_id, h.page)]),
-                               self.store.page_image_path(h.content_hash).read_bytes()) for h in hits]
-        return await asyncio.to_thread(read)

@@ -25,10 +25,10 @@ from typing import Callable
 import numpy as np
 
 from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
-from .documents import read_recorded, recorded_path
-from .errors import IndexProblem
-from .records import Document, Page
-from .search import lexical_index
+from ..documents import read_recorded, recorded_path
+from ..errors import IndexProblem
+from ..records import Document, Page
+from ..search import lexical_index
 from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
 
 FORMAT = 1

@@ -11,11 +11,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import IndexProblem
-from .records import Document, Page
+from ..errors import IndexProblem
+from ..records import Document, Page
 from .recovery import recover
 from .snapshot_format import Snapshot
-from .store import IndexStore
+from .index_folder import IndexStore
 
 log = logging.getLogger(__name__)
 
