@@ -1,10 +1,11 @@
 """Work a chat adapter runs after it has acknowledged an event: tracked, so that shutdown can let
 it finish, and logged when it fails (nobody awaits it to see the exception)."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable
+from collections.abc import Awaitable
 
 log = logging.getLogger("pixelrag")
 

@@ -1,4 +1,5 @@
 """The `pixelrag` command: index, ask, status, chat (console), slack, discord."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,13 @@ def _settings(args, existing: bool = True) -> Settings:
 
 
 def jev_option(p) -> None:
-    p.add_argument("--jev", action=argparse.BooleanOptionalAction, default=None,
-                   help="let TypeSafe Jev pick the pages to read from 8 candidates (one extra request per "
-                        "question; default: $PIXELRAG_JEV)")
+    p.add_argument(
+        "--jev",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let TypeSafe Jev pick the pages to read from 8 candidates (one extra request per "
+        "question; default: $PIXELRAG_JEV)",
+    )
 
 
 def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
@@ -46,8 +51,11 @@ def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
             continue
         if titled:
             raise BadInput(f"{source}: --title names one PDF; it cannot be given with a folder.")
-        found = sorted(p for p in (folder.rglob("*") if recursive else folder.iterdir())
-                       if p.is_file() and p.suffix.lower() == ".pdf")
+        found = sorted(
+            p
+            for p in (folder.rglob("*") if recursive else folder.iterdir())
+            if p.is_file() and p.suffix.lower() == ".pdf"
+        )
         if not found:
             deeper = "" if recursive else " (--recursive looks in its subfolders too)"
             raise BadInput(f"{source}: no PDF files in this folder{deeper}.")
@@ -86,7 +94,9 @@ async def cmd_migrate(args) -> int:
     print_report(report, args.json)
     files = sqlite_thread_files(settings)
     turns = await migrate_threads(files, args.to)
-    print(f"thread memory: {turns} turns copied from {len(files)} file(s)", file=sys.stderr if args.json else sys.stdout)
+    print(
+        f"thread memory: {turns} turns copied from {len(files)} file(s)", file=sys.stderr if args.json else sys.stdout
+    )
     return exit_code(report)
 
 
@@ -121,9 +131,12 @@ async def cmd_status(args) -> int:
         {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}
         for d in documents
     ]
-    print(json.dumps(status, indent=2, ensure_ascii=False) if args.json else
-          "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
-          + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"]))
+    print(
+        json.dumps(status, indent=2, ensure_ascii=False)
+        if args.json
+        else "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
+        + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"])
+    )
     return 0
 
 
@@ -170,9 +183,17 @@ async def cmd_eval(args) -> int:
     questions = load_questions(args.questions, args.key_facts)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose_questions else None
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
-    report = await evaluate(questions, Path(args.corpus), settings, k=args.k, reader=not args.retrieve_only,
-                            variants=variants, out_dir=Path(args.out) if args.out else None, log=log,
-                            compare_jev=args.compare_jev)
+    report = await evaluate(
+        questions,
+        Path(args.corpus),
+        settings,
+        k=args.k,
+        reader=not args.retrieve_only,
+        variants=variants,
+        out_dir=Path(args.out) if args.out else None,
+        log=log,
+        compare_jev=args.compare_jev,
+    )
     print(markdown_report(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -180,8 +201,10 @@ async def cmd_eval(args) -> int:
         print(f"\nper-question results: {args.json}")
     jev = report.get("jev")
     if jev and (jev["fallbacks"] or jev["errors"]):  # after the report is written: a comparison with gaps fails
-        print(f"pixelrag: the Jev comparison had {jev['fallbacks']} fallback(s) and {jev['errors']} error(s)",
-              file=sys.stderr)
+        print(
+            f"pixelrag: the Jev comparison had {jev['fallbacks']} fallback(s) and {jev['errors']} error(s)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -269,21 +292,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
     p.add_argument("--key-facts", help="JSON {question id: [accepted forms]} for a set without key_fact fields")
     p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
-    p.add_argument("--variants", default="crop,half,jpeg40,rot2,screenshot",
-                   help="screenshot-query variants to run (comma-separated; default: all five)")
+    p.add_argument(
+        "--variants",
+        default="crop,half,jpeg40,rot2,screenshot",
+        help="screenshot-query variants to run (comma-separated; default: all five)",
+    )
     p.add_argument("--verbose-questions", action="store_true", help="print each question's ranking to stderr")
     jev_option(p)
-    p.add_argument("--compare-jev", action="store_true",
-                   help="rank every question by the dense ranking and by Jev from the same 8 candidates; "
-                        "exit 1 when the selector fell back or a question failed")
+    p.add_argument(
+        "--compare-jev",
+        action="store_true",
+        help="rank every question by the dense ranking and by Jev from the same 8 candidates; "
+        "exit 1 when the selector fell back or a question failed",
+    )
     p.set_defaults(run=cmd_eval)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         return asyncio.run(args.run(args))
     except PixelragError as exc:

@@ -3,6 +3,7 @@
 Commands: /image PATH (attach a screenshot to the next question), /index PATH_OR_URL, /docs,
 /new (start a new thread), /help, /quit. Images are written to a folder and their paths printed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,8 +26,9 @@ async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
     service = Service(settings)
     threads = await ThreadStore(Path(":memory:")).open()
     try:
-        return await Console(service, Conversation(service, threads, settings.history_exchanges), out_dir,
-                             stdin or sys.stdin).run()
+        return await Console(
+            service, Conversation(service, threads, settings.history_exchanges), out_dir, stdin or sys.stdin
+        ).run()
     finally:
         await threads.close()
         await service.close()

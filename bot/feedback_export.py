@@ -5,6 +5,7 @@ bot understood it, the pages it retrieved and cited, who rated it and when. `gol
 and `lang` are left for a person to fill in from the PDFs: a rating says the answer was wrong, not
 what the right one is.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -39,15 +40,23 @@ def question_of(r: Rated, rating: str, files: dict[str, str]) -> dict:
     def pages(refs):
         return [{"file": files.get(doc, doc), "page": page} for doc, page in refs]
 
-    when = datetime.datetime.fromtimestamp(r.rated_at, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.fromtimestamp(r.rated_at, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return {
         "id": f"feedback-{r.platform}-{r.turn_id}",
         "question": r.interpreted or r.question,
-        "answer": "", "gold": [], "kind": "", "lang": "",
+        "answer": "",
+        "gold": [],
+        "kind": "",
+        "lang": "",
         "note": f"Rated {rating} in {r.platform} ({r.workspace}) by {r.user} on {when}. Fill in answer, gold, kind "
-                "and lang from the PDFs.",
-        "feedback": {"rating": rating, "asked": r.question, "bot_answer": r.answer[:2000],
-                     "retrieved": pages(r.retrieved), "cited": pages(r.cited)},
+        "and lang from the PDFs.",
+        "feedback": {
+            "rating": rating,
+            "asked": r.question,
+            "bot_answer": r.answer[:2000],
+            "retrieved": pages(r.retrieved),
+            "cited": pages(r.cited),
+        },
     }
 
 

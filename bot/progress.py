@@ -3,12 +3,13 @@
 Shared by the Slack and Discord adapters; each supplies how to edit its message and how to word
 a Progress record.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from core import Progress
 
@@ -20,8 +21,13 @@ class ThrottledProgress:
     latest value is shown through `edit(describe(progress))` at most every `interval` seconds
     while the context is open. `sleep` is how it waits between edits (tests tick it by hand)."""
 
-    def __init__(self, edit: Callable[[str], Awaitable[object]], describe: Callable[[Progress], str],
-                 interval: float, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
+    def __init__(
+        self,
+        edit: Callable[[str], Awaitable[object]],
+        describe: Callable[[Progress], str],
+        interval: float,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ):
         self._edit, self._describe, self._interval, self._sleep = edit, describe, interval, sleep
         self._latest: Progress | None = None
         self.shown: Progress | None = None
@@ -41,7 +47,7 @@ class ThrottledProgress:
                 except Exception as exc:  # a missed progress edit is not worth failing the job
                     log.warning("could not edit the progress message: %s", exc)
 
-    async def __aenter__(self) -> "ThrottledProgress":
+    async def __aenter__(self) -> ThrottledProgress:
         self._task = asyncio.create_task(self._run())
         return self
 

@@ -1,5 +1,6 @@
 """The terminal's view of core's records, shared by `pixelrag` commands and `pixelrag chat`:
 answers, index reports and progress printed for a person, citation images written to files."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,10 @@ def print_report(report: IndexReport, as_json: bool) -> None:
     for message in report.warnings:
         print(f"warning: {message}")
     if report.documents or report.warnings:
-        print(f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
-              f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged")
+        print(
+            f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
+            f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged"
+        )
     else:
         print(f"nothing to do: the index ({report.pages_total} pages) is up to date")
 
@@ -103,8 +106,13 @@ def save_images(answer: Answer, out_dir: Path) -> Answer:
         if c.crop is not None:
             crop_path = out_dir / f"{stem}-highlight.png"
             crop_path.write_bytes(c.crop)
-        saved.append(replace(c, preview_path=str(preview_path) if preview_path else None,
-                             crop_path=str(crop_path) if crop_path else None))
+        saved.append(
+            replace(
+                c,
+                preview_path=str(preview_path) if preview_path else None,
+                crop_path=str(crop_path) if crop_path else None,
+            )
+        )
     return replace(answer, citations=tuple(saved))
 
 

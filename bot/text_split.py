@@ -1,4 +1,5 @@
 """Cutting long replies into chat-sized pieces (and clipping), shared by the Slack and Discord renderers."""
+
 from __future__ import annotations
 
 BREAKS = ("\n\n", "\n", " ")  # paragraph, line, word: the preferred cut comes first
@@ -15,7 +16,7 @@ def split_text(text: str, limit: int) -> list[str]:
     pieces: list[str] = []
     rest = text.strip()
     while len(rest) > limit:
-        window = rest[:limit + 1]  # a break right after the limit still ends a full piece
+        window = rest[: limit + 1]  # a break right after the limit still ends a full piece
         cut = next((c for c in (window.rfind(b) for b in BREAKS) if c >= limit // 3), -1)
         if cut <= 0:
             cut = max(window.rfind(b) for b in BREAKS)

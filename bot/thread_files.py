@@ -1,5 +1,6 @@
 """Where each bot keeps its SQLite thread memory when no database is configured (the feedback export
 and `pixelrag migrate` read them all)."""
+
 from __future__ import annotations
 
 from pathlib import Path

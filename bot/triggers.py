@@ -1,4 +1,5 @@
 """What a chat message asks for, read the same way on Slack and Discord."""
+
 from __future__ import annotations
 
 import re

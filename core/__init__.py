@@ -4,29 +4,87 @@ Adapters import from here only. Behind it: indexing (core/indexing.py), answerin
 (core/answering.py) and the conversation flow (core/conversation.py) over one store and one
 backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 """
+
 from .config import Settings, flag, load_settings, number
 from .conversation import Conversation, Reply
 from .documents import looks_like_pdf
+from .embedded.threads import ThreadKey, ThreadStore
+from .errors import (
+    BadInput,
+    Busy,
+    DatabaseUnavailable,
+    IndexProblem,
+    PixelragError,
+    RemoteError,
+    failure_reason,
+    megabytes,
+)
 from .markup import inert, literal
-from .errors import (BadInput, Busy, DatabaseUnavailable, IndexProblem, PixelragError, RemoteError, failure_reason,
-                     megabytes)
-from .query_images import attachment_kind, validate_query_image
-from .records import (RATINGS, SHARED_SCOPE, TOPICS, Answer, Citation, Document, Exchange, Highlight, IndexReport,
-                      Progress, QueryImage, Rated, Step, TextDelta, Turn, own_and_shared)
-from .postgres.migration import migrate_index, migrate_threads
 from .ports import ThreadMemory
+from .postgres.migration import migrate_index, migrate_threads
+from .query_images import attachment_kind, validate_query_image
+from .records import (
+    RATINGS,
+    SHARED_SCOPE,
+    TOPICS,
+    Answer,
+    Citation,
+    Document,
+    Exchange,
+    Highlight,
+    IndexReport,
+    Progress,
+    QueryImage,
+    Rated,
+    Step,
+    TextDelta,
+    Turn,
+)
+from .scopes import own_and_shared
 from .service import Service
 from .storage import thread_memory
-from .embedded.threads import ThreadKey, ThreadStore
 
 __all__ = [
-    "Settings", "flag", "load_settings", "number",
-    "Conversation", "Reply",
-    "looks_like_pdf", "inert", "literal",
-    "BadInput", "Busy", "DatabaseUnavailable", "IndexProblem", "PixelragError", "RemoteError", "failure_reason", "megabytes",
-    "attachment_kind", "validate_query_image",
-    "RATINGS", "SHARED_SCOPE", "TOPICS", "Answer", "Citation", "Document", "Exchange", "Highlight", "IndexReport",
-    "Progress", "QueryImage", "Rated", "Step", "TextDelta", "Turn", "own_and_shared",
-    "Service", "ThreadMemory", "thread_memory", "migrate_index", "migrate_threads",
-    "ThreadKey", "ThreadStore",
+    "Settings",
+    "flag",
+    "load_settings",
+    "number",
+    "Conversation",
+    "Reply",
+    "looks_like_pdf",
+    "inert",
+    "literal",
+    "BadInput",
+    "Busy",
+    "DatabaseUnavailable",
+    "IndexProblem",
+    "PixelragError",
+    "RemoteError",
+    "failure_reason",
+    "megabytes",
+    "attachment_kind",
+    "validate_query_image",
+    "RATINGS",
+    "SHARED_SCOPE",
+    "TOPICS",
+    "Answer",
+    "Citation",
+    "Document",
+    "Exchange",
+    "Highlight",
+    "IndexReport",
+    "Progress",
+    "QueryImage",
+    "Rated",
+    "Step",
+    "TextDelta",
+    "Turn",
+    "own_and_shared",
+    "Service",
+    "ThreadMemory",
+    "thread_memory",
+    "migrate_index",
+    "migrate_threads",
+    "ThreadKey",
+    "ThreadStore",
 ]

@@ -1,21 +1,23 @@
 """Answering one turn: resolve context -> query (text, screenshots) -> search within the turn's scope ->
 read at most top_k pages -> check and locate citations -> draw previews and crops -> Answer."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
 
 from . import citations as cites
 from . import deadline
+from .backends.base import Backend
 from .config import Settings
 from .errors import BadInput
-from .jev import PageSelector
-from .ports import Backend, PageIndex
+from .jev.selector import PageSelector
+from .ports import PageIndex
 from .query_images import prepare_query_images
-from .records import Answer, Citation, DraftCitation, EventSink, ReaderPage, Step, TextDelta, Turn
+from .records import Answer, Citation, DraftCitation, EventSink, Hit, ReaderPage, Step, TextDelta, Turn
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,9 @@ class Answerer:
         if not question and not turn.images:
             raise BadInput("Ask a question, attach a screenshot, or both.")
         if len(question) > MAX_QUESTION_CHARS:
-            raise BadInput(f"The question is {len(question):,} characters long; keep it to {MAX_QUESTION_CHARS:,} "
-                           "or fewer.")
+            raise BadInput(
+                f"The question is {len(question):,} characters long; keep it to {MAX_QUESTION_CHARS:,} or fewer."
+            )
         # Decoded and normalised once, off the loop: a large PNG takes a while.
         images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
         backend = self.backend()
@@ -63,18 +66,35 @@ class Answerer:
         resolution = await backend.resolver.resolve(question, turn.history) if question else None
         interpreted = resolution.question if resolution else question
         if question and turn.history:
-            emit(Step("context", "Reading the thread", "complete",
-                      f"Understood as: {interpreted}" if interpreted != question else ""))
+            emit(
+                Step(
+                    "context",
+                    "Reading the thread",
+                    "complete",
+                    f"Understood as: {interpreted}" if interpreted != question else "",
+                )
+            )
         lap("context")
         if resolution and resolution.clarify:
-            return Answer(question, interpreted, resolution.clarify, clarifying_question=resolution.clarify,
-                          backend=backend.name, timings=timings)
+            return Answer(
+                question,
+                interpreted,
+                resolution.clarify,
+                clarifying_question=resolution.clarify,
+                backend=backend.name,
+                timings=timings,
+            )
 
         search = await self.pages.search(turn.scope)
         if search is None or not search.documents:
-            return Answer(question, interpreted,
-                          "No documents are indexed here yet. Index a PDF first, then ask again.",
-                          limitations=("No indexed documents are visible here.",), backend=backend.name, timings=timings)
+            return Answer(
+                question,
+                interpreted,
+                "No documents are indexed here yet. Index a PDF first, then ask again.",
+                limitations=("No indexed documents are visible here.",),
+                backend=backend.name,
+                timings=timings,
+            )
         backend.check_index(search.built_with)
         n_docs = len(search.documents)
         searching = f"Searching {n_docs} document{'s' if n_docs != 1 else ''}"
@@ -88,13 +108,19 @@ class Answerer:
         pool = self.jev.pool(self.settings.top_k)
         if images:
             from . import page_match  # OpenCV: loaded by the first screenshot question, not at start-up
-        hits = await search.rank(query_text, qvec, max(pool, page_match.CANDIDATES) if images else pool,
-                                 backend.lexical, answered=self.settings.top_k)
+        hits = await search.rank(
+            query_text,
+            qvec,
+            max(pool, page_match.CANDIDATES) if images else pool,
+            backend.lexical,
+            answered=self.settings.top_k,
+        )
         candidates = None  # the pages read, once they are
         if images:  # the page a screenshot was cut from goes first, whatever its words matched
             candidates = list(await search.read(hits))
-            shown = await asyncio.to_thread(page_match.shown_page, [im.data for im in images],
-                                            [rp.jpeg for rp in candidates])
+            shown = await asyncio.to_thread(
+                page_match.shown_page, [im.data for im in images], [rp.jpeg for rp in candidates]
+            )
             if shown is not None:
                 hits.insert(0, hits.pop(shown))
                 candidates.insert(0, candidates.pop(shown))
@@ -102,8 +128,9 @@ class Answerer:
         lap("search")
         emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
-            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name,
-                          timings=timings)
+            return Answer(
+                question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name, timings=timings
+            )
         # The pages with their words and images: what the reader reads, and Jev judges when it is on.
         if candidates is None:
             candidates = await search.read(hits)
@@ -113,8 +140,17 @@ class Answerer:
         if picked.selection:
             lap("jev")
         if retrieve_only:
-            return Answer(question, interpreted, "", hits=tuple(hits), notes=image_notes, topic=picked.topic or "other",
-                          backend=backend.name, timings=timings, selector=picked.selection)
+            return Answer(
+                question,
+                interpreted,
+                "",
+                hits=tuple(hits),
+                notes=image_notes,
+                topic=picked.topic or "other",
+                backend=backend.name,
+                timings=timings,
+                selector=picked.selection,
+            )
 
         reading = _reading(hits)
         emit(Step("read", reading))
@@ -126,14 +162,33 @@ class Answerer:
         limitations = draft.limitations + backend.limitations(absent)
         emit(Step("cite", "Locating the quotes"))
         accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
-        emit(Step("cite", "Locating the quotes", "complete",
-                  f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located"))
+        emit(
+            Step(
+                "cite",
+                "Locating the quotes",
+                "complete",
+                f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located",
+            )
+        )
         lap("citations")
-        return Answer(question, interpreted, draft.markdown, tuple(hits), tuple(accepted), limitations,
-                      image_notes + tuple(notes), picked.topic or draft.topic, None, backend.name, timings,
-                      picked.selection)
+        return Answer(
+            question,
+            interpreted,
+            draft.markdown,
+            tuple(hits),
+            tuple(accepted),
+            limitations,
+            image_notes + tuple(notes),
+            picked.topic or draft.topic,
+            None,
+            backend.name,
+            timings,
+            picked.selection,
+        )
 
-    def _check_citations(self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]) -> tuple[list[Citation], list[str]]:
+    def _check_citations(
+        self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]
+    ) -> tuple[list[Citation], list[str]]:
         """Keep citations of attached pages only; locate their quotes; draw their images, a page per thread
         (Pillow decodes, scales and encodes without holding the GIL)."""
         pages = {(rp.hit.doc_id, rp.hit.page): rp for rp in attached}
@@ -146,8 +201,15 @@ class Answerer:
                 notes.append(f"A citation of page {draft.page} was dropped: that page was not among the pages read.")
                 continue
             of_page.setdefault((draft.doc_id, draft.page), []).append(len(accepted))
-            accepted.append(Citation(draft.doc_id, rp.hit.title, draft.page, draft.quote,
-                                     cites.highlight(draft.quote, rp.page, draft.box)))
+            accepted.append(
+                Citation(
+                    draft.doc_id,
+                    rp.hit.title,
+                    draft.page,
+                    draft.quote,
+                    cites.highlight(draft.quote, rp.page, draft.box),
+                )
+            )
         failed: dict[int, str] = {}
 
         def draw(key: tuple[str, int]) -> None:
@@ -171,9 +233,13 @@ def _ignore(event) -> None:
 
 
 def _reading(hits: Sequence[Hit]) -> str:
-    """"Reading p. 12 of manual.pdf, pp. 3, 4 of guide.pdf": what the reader is given."""
+    """ "Reading p. 12 of manual.pdf, pp. 3, 4 of guide.pdf": what the reader is given."""
     pages: dict[str, list[str]] = {}
     for h in hits:
         pages.setdefault(h.title, []).append(str(h.page))
-    return "Reading " + ", ".join(f"{'p.' if len(p) == 1 else 'pp.'} {', '.join(p)} of {title}"
-                                  for title, p in pages.items()) if pages else "Reading"
+    return (
+        "Reading "
+        + ", ".join(f"{'p.' if len(p) == 1 else 'pp.'} {', '.join(p)} of {title}" for title, p in pages.items())
+        if pages
+        else "Reading"
+    )

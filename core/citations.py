@@ -3,16 +3,28 @@
 exact       — the quote was found among the page's text-layer or OCR words; the box is theirs.
 approximate — only the reader's estimated region is known; drawn dashed.
 """
+
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import replace
-
 
 from PIL import Image, ImageDraw
 
-from .records import Box, Citation, Highlight, Page, union_box
-from .text import tokens
+from .language.tokens import tokens
+from .records import Box, Citation, Highlight, Page, Word
+
+
+def union_box(words: Sequence[Word]) -> Box:
+    """The smallest box around the words."""
+    return (
+        min(w.box[0] for w in words),
+        min(w.box[1] for w in words),
+        max(w.box[2] for w in words),
+        max(w.box[3] for w in words),
+    )
+
 
 MIN_MATCH = 0.8  # share of the quote's tokens that must be found, in order
 PREVIEW_WIDTH = 1100
@@ -46,7 +58,7 @@ def locate(quote: str, page: Page) -> Box | None:
                 break
     if best < MIN_MATCH or not best_span:
         return None
-    return union_box(page.words[min(best_span):max(best_span) + 1])
+    return union_box(page.words[min(best_span) : max(best_span) + 1])
 
 
 def highlight(quote: str, page: Page, estimated: Box | None) -> Highlight | None:
@@ -72,8 +84,11 @@ def _draw_box(draw: ImageDraw.ImageDraw, rect: tuple[float, float, float, float]
         steps = int(length // (2 * dash)) + 1
         for s in range(steps):
             a, b = s * 2 * dash / max(length, 1), min(1.0, (s * 2 * dash + dash) / max(length, 1))
-            draw.line((ex0 + (ex1 - ex0) * a, ey0 + (ey1 - ey0) * a, ex0 + (ex1 - ex0) * b, ey0 + (ey1 - ey0) * b),
-                      fill=DASH, width=width)
+            draw.line(
+                (ex0 + (ex1 - ex0) * a, ey0 + (ey1 - ey0) * a, ex0 + (ex1 - ex0) * b, ey0 + (ey1 - ey0) * b),
+                fill=DASH,
+                width=width,
+            )
 
 
 def _pad(box: Box) -> Box:
@@ -98,9 +113,11 @@ class PageImage:
     def preview(self) -> Image.Image:
         if self._preview is None:
             w, h = self.full.size
-            self._preview = self.full.resize((PREVIEW_WIDTH, max(1, round(h * PREVIEW_WIDTH / w))),
-                                             Image.Resampling.BOX) \
-                if w > PREVIEW_WIDTH else self.full
+            self._preview = (
+                self.full.resize((PREVIEW_WIDTH, max(1, round(h * PREVIEW_WIDTH / w))), Image.Resampling.BOX)
+                if w > PREVIEW_WIDTH
+                else self.full
+            )
         return self._preview
 
 
@@ -125,8 +142,9 @@ def with_images(citation: Citation, page: PageImage) -> Citation:
         # keep some context around the evidence
         cx0, cx1 = max(0.0, x0 - CROP_MARGIN), min(1.0, x1 + CROP_MARGIN)
         cy0, cy1 = max(0.0, y0 - CROP_MARGIN), min(1.0, y1 + CROP_MARGIN)
-        crop = page.full.crop((int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1),
-                               max(int(cy1 * h), int(cy0 * h) + 1)))
+        crop = page.full.crop(
+            (int(cx0 * w), int(cy0 * h), max(int(cx1 * w), int(cx0 * w) + 1), max(int(cy1 * h), int(cy0 * h) + 1))
+        )
         _mark(crop, hl, (int(cx0 * w) / w, int(cy0 * h) / h), (w, h))
         crop_png = _encode(crop, "PNG", compress_level=1)  # fast; these are uploaded, not archived
     return replace(citation, preview=_encode(preview, "JPEG", quality=85), crop=crop_png)

@@ -1,4 +1,5 @@
 """Settings, read once from the environment (and an optional .env file) into one typed object."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from dotenv import dotenv_values
 from .errors import BadInput
 
 BACKENDS = ("local", "gemini")
-JEV_MODES = ("off", "rerank")  # PIXELRAG_JEV: the TypeSafe Jev page selector (core/jev.py), opt-in only
+JEV_MODES = ("off", "rerank")  # PIXELRAG_JEV: the TypeSafe Jev page selector (core/jev/selector.py), opt-in only
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,13 @@ class Settings:
     jev_timeout_s: float = 15.0  # the selector's share of a question's budget, retries included
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
-    def with_(self, **changes) -> "Settings":
+    def with_(self, **changes) -> Settings:
         return replace(self, **changes)
 
 
-def load_settings(env: dict[str, str] | None = None, dotenv: Path | None = Path(".env"),
-                  extra_prefixes: tuple[str, ...] = ()) -> Settings:
+def load_settings(
+    env: dict[str, str] | None = None, dotenv: Path | None = Path(".env"), extra_prefixes: tuple[str, ...] = ()
+) -> Settings:
     """Settings from the environment and .env; variables starting with `extra_prefixes` (the chat
     adapters' SLACK_*, DISCORD_*) are passed through in `extra` for the adapters to read."""
     # .env as python-dotenv reads it (quotes, `export`, comments); real environment variables win.
@@ -119,7 +121,9 @@ def number(values: dict[str, str], name: str, default, lo, hi, cast=int):
         value = cast(raw)
     except ValueError:
         kind = "a whole number" if cast is int else "a number"
-        raise BadInput(f"{name}={raw!r} is not {kind}; use a value from {lo:g} to {hi:g} (default {default:g}).") from None
+        raise BadInput(
+            f"{name}={raw!r} is not {kind}; use a value from {lo:g} to {hi:g} (default {default:g})."
+        ) from None
     if not lo <= value <= hi:
         raise BadInput(f"{name}={raw} is out of range; use a value from {lo:g} to {hi:g} (default {default:g}).")
     return value

@@ -6,13 +6,16 @@ stored turn's id, for feedback buttons). A reply rendered as JSON-ready data can
 exchange until the adapter reports it delivered, so that asking again after a failed post re-sends
 it instead of searching again.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn, clean_text
+from .cleaning import clean_text
 from .ports import ThreadKey, ThreadMemory
+from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn
 
 
 @dataclass
@@ -29,10 +32,17 @@ class Conversation:
         self.threads = threads
         self.history_exchanges = history_exchanges
 
-    async def ask(self, key: ThreadKey | None, question: str, images: Sequence[QueryImage] = (), *,
-                  scope: str = SHARED_SCOPE,
-                  render: Callable[[Answer, int | None], Any] = lambda answer, turn_id: answer,
-                  keep_reply: bool = False, events: EventSink | None = None) -> Reply:
+    async def ask(
+        self,
+        key: ThreadKey | None,
+        question: str,
+        images: Sequence[QueryImage] = (),
+        *,
+        scope: str = SHARED_SCOPE,
+        render: Callable[[Answer, int | None], Any] = lambda answer, turn_id: answer,
+        keep_reply: bool = False,
+        events: EventSink | None = None,
+    ) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
         With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked

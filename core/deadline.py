@@ -3,12 +3,13 @@
 The service opens a budget around an answer; a remote call asks how much is left, so that retries
 and timeouts never add up to more than a chat user is willing to wait.
 """
+
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Iterator
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("pixelrag_deadline", default=None)
 

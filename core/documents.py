@@ -1,4 +1,5 @@
 """PDF intake: fetch and validate sources, render pages to JPEG, read the text layer's words."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+
 from .config import Settings
 from .errors import BadInput, megabytes
 from .records import Document, Page, Word
@@ -30,6 +32,7 @@ PAGE_PIXELS = 24_000_000
 @dataclass(frozen=True)
 class Source:
     """A PDF's bytes plus where they came from."""
+
     data: bytes
     name: str  # file name shown to people
     origin: str  # path or URL
@@ -102,14 +105,17 @@ def check_public_url(url: str, settings: Settings) -> str | None:
     if settings.allow_private_urls:
         return None
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80),
-                                   type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(
+            parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80), type=socket.SOCK_STREAM
+        )
     except OSError:
         raise BadInput(f"{url}: the host {parts.hostname} could not be resolved.") from None
     addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
     if not addresses or any(not a.is_global for a in addresses):
-        raise BadInput(f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
-                       "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them).")
+        raise BadInput(
+            f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
+            "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them)."
+        )
     return str(addresses[0])
 
 
@@ -135,8 +141,10 @@ async def download(url: str, settings: Settings) -> Source:
         async with asyncio.timeout(settings.download_timeout_s):
             data = await _fetch(url, settings, received)
     except TimeoutError:
-        raise BadInput(f"{url}: the download took longer than {settings.download_timeout_s:g} s "
-                       f"({megabytes(received[0])} so far); the server is too slow.") from None
+        raise BadInput(
+            f"{url}: the download took longer than {settings.download_timeout_s:g} s "
+            f"({megabytes(received[0])} so far); the server is too slow."
+        ) from None
     if not data.startswith(PDF_MAGIC):
         raise BadInput(f"{url}: the download is not a PDF (it does not start with %PDF).")
     return Source(data, url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf", url)
@@ -196,8 +204,10 @@ def open_pdf(source: Source, settings: Settings):
         repaired = doc.is_repaired
         doc.close()
         if repaired:
-            raise BadInput(f"{source.name}: the PDF is damaged (perhaps cut short in a download): no page could be "
-                           "read. Get the complete file again.")
+            raise BadInput(
+                f"{source.name}: the PDF is damaged (perhaps cut short in a download): no page could be "
+                "read. Get the complete file again."
+            )
         raise BadInput(f"{source.name}: the PDF has no pages.")
     if doc.page_count > settings.max_pages:
         count = doc.page_count

@@ -2,22 +2,33 @@
 -> embed, reusing unchanged pages -> a new snapshot -> publish, reporting progress through a callback.
 A build never loses documents it was not asked to touch, even over a damaged index (core/recovery.py).
 """
+
 from __future__ import annotations
 
 import asyncio
 import errno
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
+from .backends.base import Backend
 from .config import Settings
-from .documents import (PAGE_PIXELS, Source, document_title, is_url, open_pdf, read_recorded, read_source,
-                        recorded_path, render_page)
+from .documents import (
+    PAGE_PIXELS,
+    Source,
+    document_title,
+    is_url,
+    open_pdf,
+    read_recorded,
+    read_source,
+    recorded_path,
+    render_page,
+)
 from .errors import BadInput, Busy, IndexProblem
-from .ports import Backend, IndexBuild, PageStore
+from .ports import IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
 
 log = logging.getLogger(__name__)
@@ -29,6 +40,7 @@ PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory 
 @dataclass
 class _Pending:
     """A document being built: its record and its pages with vectors."""
+
     document: Document
     pages: list[Page]
     vectors: list[np.ndarray]
@@ -45,12 +57,20 @@ class Indexer:
         show one workspace another's file names)."""
         return sorted(name for s, name in self._building if scope is None or s == scope)
 
-    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
-                    progress: ProgressFn | None = None) -> IndexReport:
+    async def index(
+        self,
+        sources: Sequence[str],
+        *,
+        titles: Sequence[str | None] = (),
+        scope: str = SHARED_SCOPE,
+        progress: ProgressFn | None = None,
+    ) -> IndexReport:
         """Index PDFs given as paths or URLs into one new snapshot."""
         if len(titles) > len(sources):
-            raise BadInput(f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
-                           "PDF, in the same order.")
+            raise BadInput(
+                f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
+                "PDF, in the same order."
+            )
         loaded, refused = [], []
         for i, item in enumerate(sources):
             if scope != SHARED_SCOPE and not is_url(item):
@@ -64,21 +84,28 @@ class Indexer:
                 continue
             # A PDF `repair` set aside is indexed again as the documents it was: title, tenant, origin.
             restored = [] if is_url(item) or _at(titles, i) else read_recorded(recorded_path(Path(item)))
-            loaded += [(replace(source, name=d.file_name, origin=d.source), d.title, d.scope) for d in restored] \
-                or [(source, _at(titles, i), scope)]
+            loaded += [(replace(source, name=d.file_name, origin=d.source), d.title, d.scope) for d in restored] or [
+                (source, _at(titles, i), scope)
+            ]
         return await self._build(loaded, progress, refused)
 
-    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
-                          progress: ProgressFn | None = None) -> IndexReport:
+    async def index_bytes(
+        self, data: bytes, name: str, *, scope: str, title: str | None = None, progress: ProgressFn | None = None
+    ) -> IndexReport:
         """Index a PDF received as a chat attachment."""
         if len(data) > self.settings.max_pdf_bytes:
-            raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+            raise BadInput(
+                f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit."
+            )
         return await self._build([(Source(data, name, f"attachment:{name}"), title, scope)], progress, [])
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails)."""
-        targets = ([await self._find(scope, document)] if document
-                   else [d for d in await self.pages.documents(scope) if d.scope == scope])
+        targets = (
+            [await self._find(scope, document)]
+            if document
+            else [d for d in await self.pages.documents(scope) if d.scope == scope]
+        )
         if not targets:
             raise BadInput("There is nothing to re-index here yet.")
         loaded = []
@@ -88,7 +115,9 @@ class Indexer:
             except BadInput as exc:
                 stored = await self.pages.source(doc.sha256)
                 if stored is None:
-                    raise BadInput(f"{doc.title} cannot be fetched again ({exc}) and its stored copy is missing.") from None
+                    raise BadInput(
+                        f"{doc.title} cannot be fetched again ({exc}) and its stored copy is missing."
+                    ) from None
                 source = Source(stored, doc.file_name, doc.source)
             loaded.append((replace(source, name=doc.file_name), doc.title, scope))
         return await self._build(loaded, progress, [], refresh=True)
@@ -117,8 +146,9 @@ class Indexer:
     async def _find(self, scope: str, document: str) -> Document:
         wanted = document.strip().lower()
         documents = await self.pages.documents(scope)
-        found = [d for d in documents if wanted == d.doc_id] or \
-            [d for d in documents if wanted in (d.title.lower(), d.file_name.lower())]
+        found = [d for d in documents if wanted == d.doc_id] or [
+            d for d in documents if wanted in (d.title.lower(), d.file_name.lower())
+        ]
         if len(found) == 1:
             return found[0]
         if found:  # never a guess: removing the wrong one of two manuals loses a document
@@ -127,34 +157,45 @@ class Indexer:
         names = ", ".join(d.title for d in documents) or "none"
         raise BadInput(f"No document called {document!r} here. Indexed documents: {names}.")
 
-    async def _build(self, loaded: list[tuple[Source, str | None, str]], progress: ProgressFn | None,
-                     refused: list[str], refresh: bool = False) -> IndexReport:
+    async def _build(
+        self,
+        loaded: list[tuple[Source, str | None, str]],
+        progress: ProgressFn | None,
+        refused: list[str],
+        refresh: bool = False,
+    ) -> IndexReport:
         """Build (source, title or None, scope) into one new snapshot."""
         if not loaded:
             raise BadInput("\n".join(refused) or "Nothing to index.")
         keys = {(scope, source.name) for source, _, scope in loaded}
         if busy := keys & self._building:
-            raise Busy(f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
-                       "you will see its summary when it is done.")
+            raise Busy(
+                f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
+                "you will see its summary when it is done."
+            )
         self._building |= keys
         try:
             progress = progress or (lambda p: None)
             warnings: list[str] = []
             locks = sorted({build_key(scope, source.origin) for source, _, scope in loaded})
             async with self.build_lock:
-                async with self.pages.building(locks, lambda holder: progress(Progress("wait", 0, 1, holder)),
-                                               warnings) as build:
+                async with self.pages.building(
+                    locks, lambda holder: progress(Progress("wait", 0, 1, holder)), warnings
+                ) as build:
                     return await self._build_locked(build, loaded, progress, refused, warnings, refresh)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
-            raise IndexProblem(f"The disk holding the index is full ({exc.strerror}): nothing was indexed, and "
-                               "what was indexed before is still searched. Free some space, then index again.") from exc
+            raise IndexProblem(
+                f"The disk holding the index is full ({exc.strerror}): nothing was indexed, and "
+                "what was indexed before is still searched. Free some space, then index again."
+            ) from exc
         finally:
             self._building -= keys
 
-    async def _build_locked(self, build: IndexBuild, loaded, progress: ProgressFn, refused: list[str],
-                            warnings: list[str], refresh: bool) -> IndexReport:
+    async def _build_locked(
+        self, build: IndexBuild, loaded, progress: ProgressFn, refused: list[str], warnings: list[str], refresh: bool
+    ) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
         items = list(loaded) + build.recovered
@@ -179,16 +220,28 @@ class Indexer:
                 refused.append(str(exc))
                 continue
             embedded, reused = embedded + n_new, reused + n_old
-            namesakes = [d for d in documents if d.scope == where and d.title == pending.document.title
-                         and d.source != source.origin and d.sha256 != source.sha256]
+            namesakes = [
+                d
+                for d in documents
+                if d.scope == where
+                and d.title == pending.document.title
+                and d.source != source.origin
+                and d.sha256 != source.sha256
+            ]
             if namesakes:
-                warnings.append(f"{source.name}: another document here is also titled {pending.document.title!r} "
-                                f"({', '.join(d.file_name for d in namesakes)}); to remove or re-index one of them, "
-                                f"name it by its file name or id ({pending.document.doc_id}).")
+                warnings.append(
+                    f"{source.name}: another document here is also titled {pending.document.title!r} "
+                    f"({', '.join(d.file_name for d in namesakes)}); to remove or re-index one of them, "
+                    f"name it by its file name or id ({pending.document.doc_id})."
+                )
             # A new version replaces the document from the same place (path, URL, attachment name) or
             # with the same content in this scope; two "manual.pdf" from different URLs both stay.
-            documents = [d for d in documents if not (d.scope == where and d.source == source.origin)
-                         and not (d.scope == where and d.sha256 == source.sha256)]
+            documents = [
+                d
+                for d in documents
+                if not (d.scope == where and d.source == source.origin)
+                and not (d.scope == where and d.sha256 == source.sha256)
+            ]
             built.append(pending)
         if not built and not build.damaged:
             if refused:
@@ -197,21 +250,42 @@ class Indexer:
 
         progress(Progress("publish", 0, 1))
         removed = {d.doc_id for d in build.documents} - {d.doc_id for d in documents}
-        name, pages_total = await build.publish(built_with, removed,
-                                                [(b.document, b.pages, b.vectors) for b in built])
+        name, pages_total = await build.publish(built_with, removed, [(b.document, b.pages, b.vectors) for b in built])
         await self.pages.warm_up()  # the first question after indexing should not wait for it
         progress(Progress("publish", 1, 1))
-        asked = {(where, source.sha256) for source, _, where in items[:len(loaded)]}
-        return IndexReport(tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
-                           pages_total, embedded, reused, name, tuple(refused), tuple(unchanged), tuple(warnings))
+        asked = {(where, source.sha256) for source, _, where in items[: len(loaded)]}
+        return IndexReport(
+            tuple(b.document for b in built if (b.document.scope, b.document.sha256) in asked),
+            pages_total,
+            embedded,
+            reused,
+            name,
+            tuple(refused),
+            tuple(unchanged),
+            tuple(warnings),
+        )
 
-    async def _build_document(self, build: IndexBuild, source: Source, title: str | None, scope: str,
-                              progress: ProgressFn, warnings: list[str]) -> tuple[_Pending, int, int]:
+    async def _build_document(
+        self,
+        build: IndexBuild,
+        source: Source,
+        title: str | None,
+        scope: str,
+        progress: ProgressFn,
+        warnings: list[str],
+    ) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embedding: asyncio.Task | None = None
         try:
-            document = Document(source.doc_id(scope), title or document_title(pdf, source), source.name, source.sha256,
-                                pdf.page_count, scope, source.origin)
+            document = Document(
+                source.doc_id(scope),
+                title or document_title(pdf, source),
+                source.name,
+                source.sha256,
+                pdf.page_count,
+                scope,
+                source.origin,
+            )
             await build.save_source(document, source.data)
             total = pdf.page_count
             # Enough pages per step to keep every allowed embedding request busy.
@@ -259,22 +333,27 @@ class Indexer:
                 await embedding
             if reduced:
                 lowest = min(dpi for _, dpi in reduced)
-                warnings.append(f"{source.name}: {_pages(n for n, _ in reduced)} more than "
-                                f"{PAGE_PIXELS // 1_000_000} megapixels at {self.settings.render_dpi} dpi; rendered at "
-                                f"down to {lowest:.0f} dpi instead, so small print there may not be read.")
+                warnings.append(
+                    f"{source.name}: {_pages(n for n, _ in reduced)} more than "
+                    f"{PAGE_PIXELS // 1_000_000} megapixels at {self.settings.render_dpi} dpi; rendered at "
+                    f"down to {lowest:.0f} dpi instead, so small print there may not be read."
+                )
             if pdf.is_repaired:
                 empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
-                warnings.append(f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
-                                f"short): it was indexed as far as it could be read{empty}. Index the complete "
-                                "file again when you have it.")
+                warnings.append(
+                    f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
+                    f"short): it was indexed as far as it could be read{empty}. Index the complete "
+                    "file again when you have it."
+                )
             return _Pending(document, pages, vectors), embedded, total - embedded
         finally:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
             pdf.close()
 
-    async def _prepare_pages(self, build: IndexBuild, pdf, indexes: range, document: Document,
-                             progress: ProgressFn) -> list[tuple[Page, bytes, np.ndarray | None, bool, float]]:
+    async def _prepare_pages(
+        self, build: IndexBuild, pdf, indexes: range, document: Document, progress: ProgressFn
+    ) -> list[tuple[Page, bytes, np.ndarray | None, bool, float]]:
         """Render pages and read their words: (page, jpeg, reused vector rows or None, blank, dpi).
         Unchanged pixels reuse earlier work."""
         rendered = await asyncio.to_thread(self._render, pdf, indexes, document)
@@ -298,8 +377,9 @@ class Indexer:
             try:
                 out.append(render_page(pdf, i, document.doc_id, self.settings))
             except Exception as exc:
-                raise BadInput(f"{document.file_name}: page {i + 1} cannot be rendered ({exc}); the document "
-                               "was not indexed.") from exc
+                raise BadInput(
+                    f"{document.file_name}: page {i + 1} cannot be rendered ({exc}); the document was not indexed."
+                ) from exc
         return out
 
 

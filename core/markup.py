@@ -11,6 +11,7 @@ so no link target is ever hidden behind a label.
 by piece as whole. What acts only on one platform (Slack's `<!channel>`, Discord's `@everyone`) is the adapters'
 to neutralise; `<` is left to them for that reason.
 """
+
 from __future__ import annotations
 
 import re

@@ -8,9 +8,10 @@ and a slight rotation, and a page is matched in tens of milliseconds, so only th
 A picture printed on two pages (a photo, and again with a circle drawn on it) matches both; the print
 whose pixels, laid back onto the screenshot, look most like it is the one it was cut from.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
@@ -48,8 +49,11 @@ def agreeing_keypoints(query, pages: Sequence) -> list[tuple[int, float]]:
         if query_desc is None or page_desc is None or len(page_desc) < 2:
             out.append((0, 0.0))
             continue
-        good = [m for m, n in (pair for pair in matcher.knnMatch(query_desc, page_desc, k=2) if len(pair) == 2)
-                if m.distance < RATIO * n.distance]
+        good = [
+            m
+            for m, n in (pair for pair in matcher.knnMatch(query_desc, page_desc, k=2) if len(pair) == 2)
+            if m.distance < RATIO * n.distance
+        ]
         if len(good) < 4:
             out.append((0, 0.0))
             continue
@@ -66,8 +70,13 @@ def agreeing_keypoints(query, pages: Sequence) -> list[tuple[int, float]]:
 
 def _likeness(query: np.ndarray, page: np.ndarray, transform: np.ndarray) -> float:
     """The correlation of the query's pixels with the page's, laid back onto the query by `transform`."""
-    back = cv2.warpAffine(page, cv2.invertAffineTransform(transform), (query.shape[1], query.shape[0]),
-                          flags=cv2.INTER_AREA, borderValue=255)
+    back = cv2.warpAffine(
+        page,
+        cv2.invertAffineTransform(transform),
+        (query.shape[1], query.shape[0]),
+        flags=cv2.INTER_AREA,
+        borderValue=255,
+    )
     a, b = query.astype(np.float32).ravel(), back.astype(np.float32).ravel()
     if a.std() < 1e-3 or b.std() < 1e-3:
         return 0.0

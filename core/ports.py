@@ -1,19 +1,21 @@
-"""The ports: what a backend fills (what it embeds, reads and rewrites, and the policies that differ
-between backends: which words a page has, what a query embeds, how pages are ranked), and where
-thread memory lives. The orchestration (core/indexing.py, core/answering.py, core/conversation.py)
-calls these and never asks which implementation it has.
+"""The ports: what a backend fills (what it embeds, reads and rewrites; core/backends/base.py holds the
+policies that differ between backends: which words a page has, what a query embeds, how pages are
+ranked), where pages and thread memory live. The orchestration (core/indexing.py, core/answering.py,
+core/conversation.py) calls these and never asks which implementation it has.
 
-Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one. Thread
-memory is SQLite (core/threads.py) or PostgreSQL (core/postgres/); core/storage.py picks one.
+Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one. Pages and
+thread memory live in core/embedded/ (an index folder, SQLite) or core/postgres/; core/storage.py picks one.
 """
+
 from __future__ import annotations
 
-from typing import AsyncContextManager, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
 
 import numpy as np
 
-from .errors import IndexProblem
-from .records import Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution, Word
+from .records import Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -34,12 +36,19 @@ TextSink = Callable[[str], None]  # more of the answer's Markdown, as it is writ
 
 
 class Reader(Protocol):
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                   guidance: str = "") -> Draft:
-        """`guidance`: extra formatting instructions for this question (core/page_selection.GUIDANCE)."""
+    async def read(
+        self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage], guidance: str = ""
+    ) -> Draft:
+        """`guidance`: extra formatting instructions for this question (core/jev/decisions.GUIDANCE)."""
 
-    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                             on_text: TextSink, guidance: str = "") -> Draft:
+    async def read_streaming(
+        self,
+        question: str,
+        pages: Sequence[ReaderPage],
+        images: Sequence[QueryImage],
+        on_text: TextSink,
+        guidance: str = "",
+    ) -> Draft:
         """As `read`, calling `on_text` with each new piece of the answer's Markdown as it is
         written (a reader that composes nothing may give it all at once)."""
 
@@ -50,13 +59,16 @@ class ContextResolver(Protocol):
 
 class PageSearch(Protocol):
     """The published pages one scope sees (its own documents and the shared ones), for one question."""
+
     built_with: dict  # backend, model, dim of the index
     documents: dict[str, Document]  # doc_id -> the visible documents
 
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
+    async def rank(
+        self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None
+    ) -> list[Hit]:
         """The top `k` visible pages for a query's text and vector; `lexical`: BM25 fused with the dense
-        scores (core/search.py says how), else the dense scores alone. `answered`: how many of them the
-        answer reads, when `k` asks for more to choose from (search.fill_gaps fills gaps among those)."""
+        scores (core/ranking/ says how), else the dense scores alone. `answered`: how many of them the
+        answer reads, when `k` asks for more to choose from (ranking.gaps.fill_gaps fills gaps among those)."""
 
     async def absent_words(self, question: str) -> list[str]:
         """The question's content words that no visible page contains (LexicalIndex.absent_words)."""
@@ -85,6 +97,7 @@ class PageIndex(Protocol):
 class IndexBuild(Protocol):
     """One build, holding the build lock of the documents it writes: what is published now, and the
     publication of a new state (documents removed and added) that readers see all at once or not at all."""
+
     name: str | None  # what is published now (a snapshot name, or the database's version); None: nothing
     built_with: dict | None
     documents: list[Document]  # every published document, every scope
@@ -99,16 +112,21 @@ class IndexBuild(Protocol):
 
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None: ...
 
-    async def publish(self, built_with: dict, removed: set[str],
-                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+    async def publish(
+        self,
+        built_with: dict,
+        removed: set[str],
+        added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]],
+    ) -> tuple[str, int]:
         """Replace the published state: without `removed` (doc_ids), with `added`. (name, pages in total)."""
 
 
 class PageStore(PageIndex, Protocol):
     """A page index that builds are written to."""
 
-    def building(self, keys: Sequence[str], on_wait: Callable[[str], None],
-                 warnings: list[str]) -> AsyncContextManager[IndexBuild]:
+    def building(
+        self, keys: Sequence[str], on_wait: Callable[[str], None], warnings: list[str]
+    ) -> AbstractAsyncContextManager[IndexBuild]:
         """Wait for the build lock of these documents (`on_wait(holder)` first when another build holds
         it), then the build; damage found on the way is reported in `warnings`."""
 
@@ -137,7 +155,7 @@ class ThreadMemory(Protocol):
     taken over by the platform's redelivery: at once by the next process of a single-process
     deployment, after a lease where several replicas share the memory."""
 
-    async def open(self) -> "ThreadMemory": ...
+    async def open(self) -> ThreadMemory: ...
 
     async def close(self) -> None: ...
 
@@ -175,76 +193,3 @@ class ThreadMemory(Protocol):
 
     async def progress(self, event_id: str) -> dict:
         """What was noted of a delivery; {} when nothing was."""
-
-
-class Backend:
-    """An embedder, a reader and a context resolver, with the policies of a backend whose models see
-    pixels (Gemini): pages keep their text-layer words, screenshots go to the embedder and reader as
-    images, pages are ranked by the dense scores alone. The local backend overrides these."""
-
-    name = "base"
-
-    def __init__(self, embedder: Embedder, reader: Reader, resolver: ContextResolver):
-        self.embedder, self.reader, self.resolver = embedder, reader, resolver
-
-    # --- policies ---------------------------------------------------------------------------------
-    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool, dpi: float) -> tuple[Word, ...]:
-        """The words a page is searched and quoted by (blocking: run it in a worker thread); `jpeg` was
-        rendered at `dpi`."""
-        return words
-
-    def query_text(self, question: str, images: Sequence[QueryImage]) -> str:
-        """The text a query is searched with (blocking)."""
-        return question
-
-    async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
-        return await self.embedder.embed_query(text, images)
-
-    async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage], guidance: str = "", on_text: TextSink | None = None) -> Draft:
-        return await read_with(self.reader, question, pages, images, guidance, on_text)
-
-    # Whether pages are ranked by BM25 fused with the dense scores (else by the dense scores alone),
-    # and whether the answer reports the query words no visible page contains.
-    lexical = False
-
-    def limitations(self, absent_words: Sequence[str]) -> tuple[str, ...]:
-        """What the answer should admit besides what the reader said (given the query's content words no
-        visible page contains, where `lexical` is set)."""
-        return ()
-
-    # --- what an index records -----------------------------------------------------------------------
-    @property
-    def built_with(self) -> dict:
-        """What an index built by this backend records about it (and an embedder's text format for
-        pages, where it has one: vectors made with another format do not mix)."""
-        record = {"backend": self.name, "model": self.embedder.model, "dim": self.embedder.dim}
-        if fmt := getattr(self.embedder, "document_format", None):
-            record["document_format"] = fmt
-        return record
-
-    def check_index(self, built_with: dict) -> None:
-        """Refuse an index built by another backend, model, dimension or page format."""
-        mine = self.built_with
-        theirs = {k: built_with.get(k) for k in mine}
-        if theirs != mine:
-            raise IndexProblem(
-                f"This index was built with {_describe(theirs)} but the configured backend is {_describe(mine)}. "
-                "Query it with the settings that built it, or build a new index: run `pixelrag index --backend "
-                f"{mine['backend']}` with a new --index directory (or after deleting this one)."
-            )
-
-
-async def read_with(reader: Reader, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                    guidance: str, on_text: TextSink | None) -> Draft:
-    """The reader's answer, streamed to `on_text` when someone watches it being written."""
-    if on_text is None:
-        return await reader.read(question, pages, images, guidance)
-    return await reader.read_streaming(question, pages, images, on_text, guidance)
-
-
-def _describe(built_with: dict) -> str:
-    text = f"{built_with['backend']} ({built_with['model']}, {built_with['dim']}-d"
-    if "document_format" in built_with:
-        text += f", pages embedded as {built_with['document_format'] or 'an older, unrecorded format'}"
-    return text + ")"

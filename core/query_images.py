@@ -5,6 +5,7 @@ seven screenshots at once) is turned into what every backend accepts: at most MA
 JPEG images, the long side at most MAX_SIDE pixels, together within IMAGES_BUDGET bytes (one
 Gemini embedding request carries them all, base64-encoded, under its 4 MiB body limit).
 """
+
 from __future__ import annotations
 
 import io
@@ -24,7 +25,12 @@ MIN_SIDE = 320  # below this a screenshot's text is no longer readable; stop shr
 JPEG_QUALITIES = (90, 80, 70)
 EXIF_ORIENTATION = 0x0112
 # How chat platforms label the same images (a content type, or only a file name).
-MIME_ALIASES = {"image/png": "image/png", "image/jpeg": "image/jpeg", "image/jpg": "image/jpeg", "image/webp": "image/webp"}
+MIME_ALIASES = {
+    "image/png": "image/png",
+    "image/jpeg": "image/jpeg",
+    "image/jpg": "image/jpeg",
+    "image/webp": "image/webp",
+}
 SUFFIXES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
 
@@ -41,28 +47,35 @@ def attachment_kind(content_type: str | None, file_name: str | None) -> str | No
 def open_image(image: QueryImage, max_bytes: int) -> Image.Image:
     """The decoded image (every pixel read, so a damaged or truncated file fails here, with a message)."""
     if len(image.data) > max_bytes:
-        raise BadInput(f"{image.name}: {megabytes(len(image.data))} is over the {megabytes(max_bytes)} limit "
-                       "for screenshots.")
+        raise BadInput(
+            f"{image.name}: {megabytes(len(image.data))} is over the {megabytes(max_bytes)} limit for screenshots."
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own MAX_PIXELS decides
         try:
             img = Image.open(io.BytesIO(image.data))
         except Image.DecompressionBombError:
-            raise BadInput(f"{image.name}: the image is too large to read (over {MAX_PIXELS // 1_000_000} "
-                           "million pixels); send a smaller screenshot.") from None
+            raise BadInput(
+                f"{image.name}: the image is too large to read (over {MAX_PIXELS // 1_000_000} "
+                "million pixels); send a smaller screenshot."
+            ) from None
         except Exception:
             raise BadInput(f"{image.name}: not a readable PNG, JPEG or WebP image.") from None
         if img.format not in ACCEPTED:
             raise BadInput(f"{image.name}: {img.format or 'unknown'} images are not supported; use PNG, JPEG or WebP.")
         w, h = img.size
         if w * h > MAX_PIXELS:
-            raise BadInput(f"{image.name}: {w}x{h} pixels is too large to read (over {MAX_PIXELS // 1_000_000} "
-                           "million pixels); send a smaller screenshot.")
+            raise BadInput(
+                f"{image.name}: {w}x{h} pixels is too large to read (over {MAX_PIXELS // 1_000_000} "
+                "million pixels); send a smaller screenshot."
+            )
         try:
             img.load()
         except Exception:
-            raise BadInput(f"{image.name}: the image is damaged or incomplete (it could not be decoded); "
-                           "take the screenshot again.") from None
+            raise BadInput(
+                f"{image.name}: the image is damaged or incomplete (it could not be decoded); "
+                "take the screenshot again."
+            ) from None
     return img
 
 
@@ -72,8 +85,9 @@ def validate_query_image(image: QueryImage, max_bytes: int) -> QueryImage:
     return QueryImage(image.data, ACCEPTED[img.format], image.name)
 
 
-def prepare_query_images(images: tuple[QueryImage, ...] | list[QueryImage],
-                         max_bytes: int) -> tuple[tuple[QueryImage, ...], tuple[str, ...]]:
+def prepare_query_images(
+    images: tuple[QueryImage, ...] | list[QueryImage], max_bytes: int
+) -> tuple[tuple[QueryImage, ...], tuple[str, ...]]:
     """The images a question is searched and read with, and notes for the person about what was left
     out. Every image is decoded; the first MAX_IMAGES are kept and normalised to share the budget."""
     kept, notes = list(images[:MAX_IMAGES]), []

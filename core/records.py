@@ -3,10 +3,14 @@
 Boxes are normalized (x0, y0, x1, y1) in 0..1 with the origin at the top-left of the rendered
 page. Page numbers are 1-based.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Literal
+
+from .cleaning import clean_text
 
 Box = tuple[float, float, float, float]
 
@@ -23,12 +27,6 @@ class Word:
     source: Literal["text", "ocr"] = "text"
 
 
-def union_box(words: Sequence[Word]) -> Box:
-    """The smallest box around the words."""
-    return (min(w.box[0] for w in words), min(w.box[1] for w in words),
-            max(w.box[2] for w in words), max(w.box[3] for w in words))
-
-
 @dataclass(frozen=True)
 class Document:
     doc_id: str  # 16 hex digits of sha256(scope, source sha256): unique per tenant
@@ -38,11 +36,6 @@ class Document:
     page_count: int
     scope: str = SHARED_SCOPE
     source: str = ""  # path or URL it came from
-
-
-def own_and_shared(documents: Sequence[Document], scope: str) -> tuple[list[Document], list[Document]]:
-    """A scope's listing in two groups: its own documents, then the ones it sees from elsewhere."""
-    return [d for d in documents if d.scope == scope], [d for d in documents if d.scope != scope]
 
 
 @dataclass(frozen=True)
@@ -76,6 +69,7 @@ class QueryImage:
 @dataclass(frozen=True)
 class Hit:
     """One retrieved page."""
+
     doc_id: str
     title: str
     page: int
@@ -110,6 +104,7 @@ class Citation:
 @dataclass(frozen=True)
 class Exchange:
     """One earlier question and answer of a thread."""
+
     question: str
     answer: str
     interpreted: str = ""
@@ -119,14 +114,19 @@ class Exchange:
     @classmethod
     def of(cls, question: str, answer: Answer) -> Exchange:
         """A finished turn as history for the next one (a bare screenshot is remembered as such)."""
-        return cls(question or "(screenshot)", answer.clarifying_question or answer.markdown,
-                   answer.interpreted_question, tuple((c.doc_id, c.page) for c in answer.citations),
-                   tuple((h.doc_id, h.page) for h in answer.hits))
+        return cls(
+            question or "(screenshot)",
+            answer.clarifying_question or answer.markdown,
+            answer.interpreted_question,
+            tuple((c.doc_id, c.page) for c in answer.citations),
+            tuple((h.doc_id, h.page) for h in answer.hits),
+        )
 
 
 @dataclass(frozen=True)
 class Rated:
     """A turn whose answer someone rated (👍 good / 👎 bad), as the feedback export lists it."""
+
     turn_id: int
     platform: str
     workspace: str
@@ -142,18 +142,6 @@ class Rated:
 RATINGS = ("good", "bad")
 
 
-def trim_history(history: Sequence[Exchange], exchanges: int = 4, chars: int = 12_000) -> list[Exchange]:
-    """The latest `exchanges` exchanges whose text fits in `chars`, oldest first."""
-    kept, used = [], 0
-    for ex in reversed(history[-exchanges:] if exchanges else []):
-        size = len(ex.question) + len(ex.interpreted) + len(ex.answer)
-        if used + size > chars:
-            break
-        kept.append(ex)
-        used += size
-    return list(reversed(kept))
-
-
 @dataclass(frozen=True)
 class Turn:
     question: str
@@ -166,16 +154,10 @@ class Turn:
         object.__setattr__(self, "question", clean_text(self.question))
 
 
-def clean_text(text: str) -> str:
-    """Text as it can be stored and shown: invalid UTF-8 from a shell (surrogate escapes) and lone
-    surrogates from a chat payload become "?"; control characters other than whitespace go."""
-    text = text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
-    return "".join(c for c in text if c.isprintable() or c in "\n\t ")
-
-
 @dataclass(frozen=True)
 class Candidate:
     """One of the pages the Jev selector was shown, in the dense ranking's order."""
+
     doc_id: str
     page: int
     dense_rank: int  # 1-based
@@ -184,14 +166,15 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Selection:
-    """What the TypeSafe Jev page selector did for one question (core/jev.py), shown in --json."""
+    """What the TypeSafe Jev page selector did for one question (core/jev/selector.py), shown in --json."""
+
     model: str
     selected: bool  # False: it fell back to the dense ranking, for `fallback`
     fallback: str | None = None
     candidates: tuple[Candidate, ...] = ()
     topic: str | None = None  # set only at confidence >= 0.65 (records.TOPICS)
     topic_confidence: float | None = None
-    task: str | None = None  # set only at confidence >= 0.65 (core/page_selection.TASKS)
+    task: str | None = None  # set only at confidence >= 0.65 (core/jev/decisions.TASKS)
     task_confidence: float | None = None
 
 
@@ -241,9 +224,11 @@ class IndexReport:
 
 # --- what the backends take and give (see core/ports.py) ---------------------------------------
 
+
 @dataclass(frozen=True)
 class PageInput:
     """A page to embed."""
+
     page: Page  # with text-layer and OCR words
     jpeg: bytes
     title: str
@@ -252,6 +237,7 @@ class PageInput:
 @dataclass(frozen=True)
 class ReaderPage:
     """A retrieved page given to the reader."""
+
     hit: Hit
     page: Page
     jpeg: bytes
@@ -268,6 +254,7 @@ class DraftCitation:
 @dataclass(frozen=True)
 class Draft:
     """What a reader returns before citations are checked and located."""
+
     markdown: str
     citations: tuple[DraftCitation, ...] = ()
     limitations: tuple[str, ...] = ()
@@ -282,10 +269,12 @@ class Resolution:
 
 # --- what an answer shows while it is worked on (adapters that stream) --------------------------------
 
+
 @dataclass(frozen=True)
 class Step:
     """A stage of answering a person waits on: "context", "search", "read" or "cite". Each step is
     reported "in_progress", then "complete"; a failure leaves it in progress for the adapter to mark."""
+
     key: str
     title: str  # "Searching 3 documents", "Reading p. 12 of manual.pdf"
     status: str = "in_progress"
@@ -295,6 +284,7 @@ class Step:
 @dataclass(frozen=True)
 class TextDelta:
     """More of the answer's Markdown, as the reader writes it (appended to what came before)."""
+
     text: str
 
 
@@ -304,7 +294,8 @@ EventSink = Callable[[AnswerEvent], None]  # called on the event loop; must not 
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str  # "wait" (for another build; document names who holds it), "read" (render, text layer, OCR), "embed", "publish"
+    # "wait" (for another build; document names who holds it), "read" (render, text layer, OCR), "embed", "publish"
+    stage: str
     done: int
     total: int
     document: str = ""

@@ -1,15 +1,17 @@
 """The service every adapter holds: an index to build (core/indexing.py) and turns to answer
 (core/answering.py), over one store and one lazily made backend. Conversations with memory are in
 core/conversation.py."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .answering import Answerer
 from .backends import make_backend
+from .backends.base import Backend
 from .config import Settings
 from .indexing import Indexer, ProgressFn
-from .ports import Backend, PageStore
+from .ports import PageStore
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
 from .storage import page_store
 
@@ -35,12 +37,19 @@ class Service:
         return await self.answerer.answer(turn, retrieve_only, events)
 
     # --- the index ----------------------------------------------------------------------------
-    async def index(self, sources: Sequence[str], *, titles: Sequence[str | None] = (), scope: str = SHARED_SCOPE,
-                    progress: ProgressFn | None = None) -> IndexReport:
+    async def index(
+        self,
+        sources: Sequence[str],
+        *,
+        titles: Sequence[str | None] = (),
+        scope: str = SHARED_SCOPE,
+        progress: ProgressFn | None = None,
+    ) -> IndexReport:
         return await self.indexer.index(sources, titles=titles, scope=scope, progress=progress)
 
-    async def index_bytes(self, data: bytes, name: str, *, scope: str, title: str | None = None,
-                          progress: ProgressFn | None = None) -> IndexReport:
+    async def index_bytes(
+        self, data: bytes, name: str, *, scope: str, title: str | None = None, progress: ProgressFn | None = None
+    ) -> IndexReport:
         return await self.indexer.index_bytes(data, name, scope=scope, title=title, progress=progress)
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
@@ -79,5 +88,8 @@ class Service:
     async def status(self, scope: str | None = None) -> dict:
         """What the index holds: for the operator (every scope) or, with `scope`, for one tenant (its own
         and the shared documents, and only its own indexing in progress)."""
-        return {"backend": self.settings.backend, "indexing_now": self.indexing_now(scope),
-                **await self.pages.status(scope)}  # a shared database knows every process's builds
+        return {
+            "backend": self.settings.backend,
+            "indexing_now": self.indexing_now(scope),
+            **await self.pages.status(scope),
+        }  # a shared database knows every process's builds

@@ -1,14 +1,15 @@
 """Where state lives, chosen by the settings: embedded files by default, PostgreSQL when
 PIXELRAG_DATABASE_URL is set (core/postgres/)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from .config import Settings
-from .ports import PageStore, ThreadMemory
-from .embedded.pages import EmbeddedPages
 from .embedded.index_folder import IndexStore
+from .embedded.pages import EmbeddedPages
 from .embedded.threads import ThreadStore
+from .ports import PageStore, ThreadMemory
 
 
 def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:

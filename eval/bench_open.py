@@ -35,7 +35,7 @@ import json, os, sys, time
 sys.path.insert(0, {root!r})
 from core.embedded.index_folder import IndexStore
 from core.embedded.pages import EmbeddedPages
-from core.search import lexical_index
+from core.ranking.bm25 import lexical_index
 t = time.perf_counter()
 store = IndexStore(__import__("pathlib").Path({index!r}))
 if {mode!r} == "serving":

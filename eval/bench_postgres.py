@@ -38,7 +38,8 @@ from core.postgres.page_rows import vector_text, vector_type  # noqa: E402
 from core.postgres.page_search import CANDIDATES, EF_SEARCH, ITERATIVE_SCAN  # noqa: E402
 from core.postgres.pages import PostgresPages  # noqa: E402
 from core.records import SHARED_SCOPE, Document, Page, Word  # noqa: E402
-from core.search import fuse_scores, lexical_index  # noqa: E402
+from core.ranking.bm25 import lexical_index  # noqa: E402
+from core.ranking.fusion import fuse_scores  # noqa: E402
 
 PAGES_PER_DOCUMENT = 1000
 SECTION = 4  # pages per section: a query's exact top 4

@@ -22,7 +22,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.search import LexicalIndex, dense_page_scores, fuse_scores  # noqa: E402
+from core.ranking import bm25_file  # noqa: E402
+from core.ranking.bm25 import LexicalIndex  # noqa: E402
+from core.ranking.dense import dense_page_scores  # noqa: E402
+from core.ranking.fusion import fuse_scores  # noqa: E402
 
 BLOCK = 65536
 
@@ -95,12 +98,12 @@ def bench_lexical(n: int, queries: int, rng) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "lexical.npz"
         t0 = time.perf_counter()
-        built.save(path)
+        bm25_file.save(built, path)
         save_s = time.perf_counter() - t0
         file_mb = path.stat().st_size / 2**20
         del built
         t0 = time.perf_counter()
-        index = LexicalIndex.load(path)  # what opening a snapshot costs now; its arrays are the file, read whole
+        index = bm25_file.load(path)  # what opening a snapshot costs now; its arrays are the file, read whole
         open_s = time.perf_counter() - t0
     allowed = np.ones(n, dtype=bool)
     lat = []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from core import Answer, BadInput, Exchange, QueryImage, Service, Settings, Turn
-from core.search import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
+from core.ranking.bm25 import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
 from bot.terminal import save_images  # the images of each answer, written where --out says
 
 from .metrics import Result, answer_lead, citation_precision, containment, score_ranking, states_fact

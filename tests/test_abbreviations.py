@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from core.records import Turn
-from core.search import LexicalIndex
-from core.text import content_tokens
+from core.ranking.bm25 import LexicalIndex
+from core.language.tokens import content_tokens
 from tests.conftest import text_pdf
 
 

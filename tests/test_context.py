@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.backends.local.context import HeuristicResolver
-from core.names import subject_runs
+from core.language.names import subject_runs
 from core.records import Exchange
 
 

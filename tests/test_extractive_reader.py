@@ -8,10 +8,10 @@ import pytest
 
 from core.documents import text_words
 from core.backends.local.embedder import LocalEmbedder
-from core.backends.local.question_kind import asked_measure, asks_quantity
+from core.language.question_kind import asked_measure, asks_quantity
 from core.backends.local.reader import ExtractiveReader, concepts, runs_on
 from core.records import Hit, Page, ReaderPage, Word
-from core.text import content_tokens, stem
+from core.language.tokens import content_tokens, stem
 
 
 def pages_of(tmp_path, bodies: list[str]) -> list[ReaderPage]:

@@ -1,7 +1,7 @@
 """Field names across languages: found in a question, and a page's language told by its function words."""
 from __future__ import annotations
 
-from core.field_names import field_names_in, language_of, name_in
+from core.language.field_names import field_names_in, language_of, name_in
 
 
 def concepts(text: str) -> list[int]:

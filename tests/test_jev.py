@@ -19,8 +19,8 @@ from bot.discord.render import TOPIC_COLOURS, render_answer as discord_render
 from bot.slack.render import render_answer as slack_render
 from core.config import Settings, load_settings
 from core.errors import BadInput
-from core.jev_images import MAX_SIDE, MIN_SIDE, thumbnail
-from core.page_selection import CONFIDENT, confident_choice, guidance, select
+from core.jev.thumbnails import MAX_SIDE, MIN_SIDE, thumbnail
+from core.jev.decisions import CONFIDENT, confident_choice, guidance, select
 from core.records import QueryImage, Turn
 from core.service import Service
 from eval.fakes.typesafe import API_KEY, IMAGES_HEADER, FakeTypeSafe, Hang

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.search import LexicalIndex, fill_gaps, gap_pages, term_weights
+from core.ranking.bm25 import LexicalIndex, term_weights
+
+from core.ranking.gaps import fill_gaps, gap_pages
 
 
 def test_the_middle_page_of_a_run_takes_the_lowest_unrelated_rank():

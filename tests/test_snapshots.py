@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from core import IndexProblem, Service, Settings, Turn
-from core.search import LexicalIndex
+from core.ranking import bm25_file
+from core.ranking.bm25 import LexicalIndex
 from tests.conftest import text_pdf
 
 PAGES = ["Pump P9 datasheet. Maximum flow: 3.2 m3/h", "Weight: 2.6 kg without water. Power supply: 230 V",
@@ -53,7 +54,7 @@ async def test_a_missing_or_damaged_saved_index_is_rebuilt(indexed, tmp_path, da
     elif damage == "garbage":
         path.write_bytes(b"PK\x03\x04 not really a zip")
     else:
-        LexicalIndex(["one page only"]).save(path)
+        bm25_file.save(LexicalIndex(["one page only"]), path)
     with caplog.at_level(logging.WARNING):
         answer = await Service(indexed).answer(Turn("weight without water"), retrieve_only=True)
     assert answer.hits[0].page == 2

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.search import LexicalIndex
-from core.text import content_tokens
+from core.ranking.bm25 import LexicalIndex
+from core.language.tokens import content_tokens
 
 
 def test_accented_function_words_and_question_chatter_are_not_content():

@@ -1,5 +1,6 @@
 """Who may add, re-index and remove a server's documents: members with Manage Server (or
 Administrator), plus the role and user ids the operator configured."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ class Access:
     users: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, options: DiscordSettings) -> "Access":
+    def of(cls, options: DiscordSettings) -> Access:
         return cls(options.index_role, options.index_users)
 
     @property

@@ -1,5 +1,6 @@
 """The bot process: a discord.py Bot carrying the cogs, and `serve`, which opens the thread store
 and the service, logs in and runs until stopped."""
+
 from __future__ import annotations
 
 import logging
@@ -57,8 +58,9 @@ class PixelragBot(commands.Bot):
         log.info("connected as %s to %d servers", self.user, len(self.guilds))
 
 
-def build_client(service: Service, threads: ThreadMemory, settings: Settings,
-                 options: DiscordSettings | None = None) -> PixelragBot:
+def build_client(
+    service: Service, threads: ThreadMemory, settings: Settings, options: DiscordSettings | None = None
+) -> PixelragBot:
     """The bot, not connected; its cogs are added by `setup_hook` when it logs in (or `add_cogs`)."""
     options = options if options is not None else DiscordSettings.parse(settings.extra)
     return PixelragBot(DiscordHandlers(service, threads, settings, options=options), options)
@@ -68,7 +70,7 @@ async def serve(settings: Settings) -> None:
     """Run the bot until it is stopped; `pixelrag discord` calls this."""
     options = DiscordSettings.parse(settings.extra)
     if not options.token:
-        raise BadInput("DISCORD_TOKEN is not set; see the Discord setup section of the README.")
+        raise BadInput("DISCORD_TOKEN is not set; see docs/discord.md.")
     if not logging.getLogger().handlers:
         discord.utils.setup_logging()
     threads = await thread_memory(settings, threads_db(settings)).open()
@@ -81,8 +83,10 @@ async def serve(settings: Settings) -> None:
     except discord.LoginFailure as exc:
         raise BadInput("Discord refused DISCORD_TOKEN; copy the bot token again from the Developer Portal.") from exc
     except discord.PrivilegedIntentsRequired as exc:
-        raise BadInput("Enable “Message Content Intent” for the bot in the Developer Portal, "
-                       "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only).") from exc
+        raise BadInput(
+            "Enable “Message Content Intent” for the bot in the Developer Portal, "
+            "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only)."
+        ) from exc
     finally:
         await threads.close()
         await service.close()

@@ -3,6 +3,7 @@
 Only declarations live here (command names, parameters, checks); every callback delegates, so what
 the bot does is tested on the handlers without a command tree.
 """
+
 from __future__ import annotations
 
 import discord
@@ -43,8 +44,9 @@ class DocumentsCog(commands.Cog, name="Documents"):
     @app_commands.command(name="index", description="Add a PDF (URL or attachment) to this server's documents")
     @app_commands.describe(url="A link to a PDF", attachment="A PDF file")
     @app_commands.guild_only()
-    async def index(self, interaction: discord.Interaction, url: str | None = None,
-                    attachment: discord.Attachment | None = None):
+    async def index(
+        self, interaction: discord.Interaction, url: str | None = None, attachment: discord.Attachment | None = None
+    ):
         await self.handlers.index(interaction, url, attachment)
 
     @app_commands.command(name="reindex", description="Rebuild this server's documents (or one of them)")

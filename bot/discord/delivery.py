@@ -1,11 +1,13 @@
 """Getting rendered messages to Discord: sending with a text fallback when uploads are refused,
 and answering a deferred interaction, where a failure becomes a short visible message."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import discord
 
@@ -49,7 +51,7 @@ async def _as_text(send: Send, out: Outgoing) -> None:
         await send(content=piece, allowed_mentions=NO_PINGS)
 
 
-async def deliver_answer(send: Send, rendered: "Rendered", v2: bool = True) -> None:
+async def deliver_answer(send: Send, rendered: Rendered, v2: bool = True) -> None:
     """The answer as Components V2 messages, or its embed messages where Discord refuses the layout."""
     if not v2 or not rendered.v2:
         await deliver(send, rendered.classic or rendered.v2)
@@ -101,7 +103,7 @@ class Replier:
     async def send_all(self, messages: list[Outgoing]) -> None:
         await deliver(self._send(), messages)
 
-    async def __aenter__(self) -> "Replier":
+    async def __aenter__(self) -> Replier:
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:
@@ -110,8 +112,9 @@ class Replier:
         if isinstance(exc, PixelragError):
             text = f"⚠️ {shown_text(str(exc))}"
         else:
-            log.error("app command %s failed", getattr(self.interaction.command, "name", "?"),
-                      exc_info=(exc_type, exc, tb))
+            log.error(
+                "app command %s failed", getattr(self.interaction.command, "name", "?"), exc_info=(exc_type, exc, tb)
+            )
             text = GENERIC_FAILURE
         try:
             await deliver(self._send(), text_messages(text))

@@ -4,6 +4,7 @@ turn) and exported by the same `pixelrag feedback export`.
 The buttons are dynamic items: the rating and the turn live in their custom_id, so a click is
 understood by any process, after a restart too, without keeping the view in memory.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,20 +17,24 @@ from core import RATINGS, ThreadMemory
 log = logging.getLogger("pixelrag.discord")
 
 TEMPLATE = r"pixelrag-feedback:(?P<rating>good|bad):(?P<turn>[0-9]+)"
-LOOKS = {"good": ("👍", discord.ButtonStyle.secondary, "Good answer"),
-         "bad": ("👎", discord.ButtonStyle.secondary, "Wrong or unhelpful")}
+LOOKS = {
+    "good": ("👍", discord.ButtonStyle.secondary, "Good answer"),
+    "bad": ("👎", discord.ButtonStyle.secondary, "Wrong or unhelpful"),
+}
 
 
 class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE):
     def __init__(self, rating: str, turn_id: int):
         emoji, style, label = LOOKS[rating]
-        super().__init__(discord.ui.Button(emoji=emoji, label=label, style=style,
-                                           custom_id=f"pixelrag-feedback:{rating}:{turn_id}"))
+        super().__init__(
+            discord.ui.Button(emoji=emoji, label=label, style=style, custom_id=f"pixelrag-feedback:{rating}:{turn_id}")
+        )
         self.rating, self.turn_id = rating, turn_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button,
-                             match: re.Match[str]) -> "FeedbackButton":
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]
+    ) -> FeedbackButton:
         return cls(match["rating"], int(match["turn"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
@@ -54,6 +59,9 @@ async def record(threads: ThreadMemory, interaction: discord.Interaction, turn_i
     stored = await threads.rate(turn_id, who, rating)
     if not stored:
         log.warning("feedback for turn %s, which is not stored (any more), ignored", turn_id)
-    text = ("Thanks, noted." if rating == "good" else "Thanks, noted: this answer will be looked at.") if stored \
+    text = (
+        ("Thanks, noted." if rating == "good" else "Thanks, noted: this answer will be looked at.")
+        if stored
         else "This answer is no longer on record, so the rating was not kept."
+    )
     await interaction.response.send_message(text, ephemeral=True)

@@ -1,5 +1,6 @@
 """Attachments: sorted into screenshots, PDFs and files that can't be used, and downloaded within
 the configured size limits, every failure turned into a message that names the file."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,8 +32,10 @@ class Attachments:
                 pdfs.append(att)
             elif mime is None:
                 what = att.content_type or Path(att.filename).suffix or "unknown"
-                problems.append(f"{att.filename}: {what} files can't be used; attach PNG, JPEG or WebP "
-                                "screenshots, or a PDF with “index this”.")
+                problems.append(
+                    f"{att.filename}: {what} files can't be used; attach PNG, JPEG or WebP "
+                    "screenshots, or a PDF with “index this”."
+                )
             else:
                 try:
                     images.append(await self.read_image(att, mime))
@@ -54,11 +57,14 @@ class Attachments:
             async with asyncio.timeout(self.settings.request_timeout_s):
                 data = await att.read()
         except discord.NotFound as exc:
-            raise BadInput(f"{att.filename}: Discord no longer has this file (the message was deleted or "
-                           "its link expired); attach it again.") from exc
+            raise BadInput(
+                f"{att.filename}: Discord no longer has this file (the message was deleted or "
+                "its link expired); attach it again."
+            ) from exc
         except (discord.HTTPException, aiohttp.ClientError, TimeoutError) as exc:
-            raise BadInput(f"{att.filename}: could not be downloaded from Discord ({failure_reason(exc)}); "
-                           "try attaching it again.") from exc
+            raise BadInput(
+                f"{att.filename}: could not be downloaded from Discord ({failure_reason(exc)}); try attaching it again."
+            ) from exc
         if len(data) > limit:  # the size Discord reported was wrong
             raise BadInput(f"{att.filename}: {megabytes(len(data))} is {over}.")
         return data

@@ -4,12 +4,13 @@ Deciding whether a message is for us, reading attachments, choosing where to rep
 and error reporting happen here; retrieval and reading are core's. The cogs only delegate to
 `DiscordHandlers`, and the tests drive it directly with spec'd mocks.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import discord
 from discord import app_commands
@@ -24,19 +25,27 @@ from .files import Attachments, kind
 from .layout import Rendered, render_layout
 from .progress import ProgressNotice
 from .render import NO_PINGS, code, describe_report, render_answer, render_documents, shown_text, text_messages
-from .stream import AnswerStream
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
+from .stream import AnswerStream
 
 log = logging.getLogger("pixelrag.discord")
 
-USAGE = ("Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
-         "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”.")
+USAGE = (
+    "Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
+    "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”."
+)
 
 
 class DiscordHandlers:
-    def __init__(self, service: Service, threads: ThreadMemory, settings: Settings,
-                 me: Callable[[], discord.abc.User | None] = lambda: None, options: DiscordSettings | None = None):
+    def __init__(
+        self,
+        service: Service,
+        threads: ThreadMemory,
+        settings: Settings,
+        me: Callable[[], discord.abc.User | None] = lambda: None,
+        options: DiscordSettings | None = None,
+    ):
         self.service = service
         self.threads = threads
         self.settings = settings
@@ -45,7 +54,10 @@ class DiscordHandlers:
         self.access = Access.of(self.options)
         self.files = Attachments(settings)
         self.conversation = Conversation(service, threads, settings.history_exchanges)
-        self.clock, self.sleep = time.monotonic, asyncio.sleep  # how streamed edits are spaced (tests pass time by hand)
+        self.clock, self.sleep = (
+            time.monotonic,
+            asyncio.sleep,
+        )  # how streamed edits are spaced (tests pass time by hand)
 
     # ---- messages -------------------------------------------------------------------------
 
@@ -80,7 +92,7 @@ class DiscordHandlers:
         except PixelragError as exc:
             log.warning("message %s not recorded as answered: %s", message.id, exc)
 
-    async def _handle_message(self, message: discord.Message, question: str, place: "_Place") -> None:
+    async def _handle_message(self, message: discord.Message, question: str, place: _Place) -> None:
         guild_id = message.guild.id if message.guild else None
         images, pdfs, problems = await self.files.sort(message.attachments)
         if pdfs and asks_to_index(question):
@@ -88,25 +100,41 @@ class DiscordHandlers:
             await self._index_from_message(message, pdfs, place.channel, problems)
             return
         for att in pdfs:
-            problems.append(f"{att.filename}: PDFs are not read as questions; attach it with “index this” "
-                            "to add it to this server's documents.")
+            problems.append(
+                f"{att.filename}: PDFs are not read as questions; attach it with “index this” "
+                "to add it to this server's documents."
+            )
         if not question and not images:  # nothing to answer: say so in place, no thread
-            await deliver(message.channel.send,
-                          text_messages("\n".join(f"⚠️ {shown_text(p)}" for p in problems) + "\n\n" + USAGE))
+            await deliver(
+                message.channel.send, text_messages("\n".join(f"⚠️ {shown_text(p)}" for p in problems) + "\n\n" + USAGE)
+            )
             return
         channel = place.channel = await reply_place(message, question)
-        await self._answer(channel.send, thread_key(channel, guild_id), question, images, scope_for(guild_id),
-                           upload_limit(message.guild), problems)
+        await self._answer(
+            channel.send,
+            thread_key(channel, guild_id),
+            question,
+            images,
+            scope_for(guild_id),
+            upload_limit(message.guild),
+            problems,
+        )
 
     async def _answer(self, send, key, question: str, images, scope: str, limit: int, problems: list[str]) -> None:
         """Ask the conversation with a streamed reply: the stages and text as they come, then the answer.
         A failure once the reply is showing ends that message with the error."""
-        stream = AnswerStream(send, interval=self.options.edit_interval, v2=self.options.layout_v2,
-                              clock=self.clock, sleep=self.sleep)
+        stream = AnswerStream(
+            send, interval=self.options.edit_interval, v2=self.options.layout_v2, clock=self.clock, sleep=self.sleep
+        )
         try:
             reply = await self.conversation.ask(
-                key, question, images, scope=scope, events=stream.event,
-                render=lambda answer, turn_id: render_both(answer, limit, problems, turn_id))
+                key,
+                question,
+                images,
+                scope=scope,
+                events=stream.event,
+                render=lambda answer, turn_id: render_both(answer, limit, problems, turn_id),
+            )
         except PixelragError as exc:
             if await stream.fail(str(exc)):
                 return
@@ -126,8 +154,9 @@ class DiscordHandlers:
             await say(place, self.access.refusal())
             return
         scope = scope_for(message.guild.id)
-        status = await place.send(content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…",
-                                  allowed_mentions=NO_PINGS)
+        status = await place.send(
+            content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…", allowed_mentions=NO_PINGS
+        )
         lines = [f"⚠️ {shown_text(p)}" for p in problems]
         for att in pdfs:
             try:
@@ -142,8 +171,9 @@ class DiscordHandlers:
 
     # ---- app commands ---------------------------------------------------------------------
 
-    async def ask(self, interaction: discord.Interaction, question: str,
-                  image: discord.Attachment | None = None) -> None:
+    async def ask(
+        self, interaction: discord.Interaction, question: str, image: discord.Attachment | None = None
+    ) -> None:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             images, problems = [], []
@@ -160,11 +190,19 @@ class DiscordHandlers:
             # memory only where a conversation has a place: threads and DMs
             in_thread = isinstance(channel, (discord.Thread, discord.DMChannel))
             key = thread_key(channel, interaction.guild_id) if in_thread else None
-            await self._answer(replier.sender(), key, question, images, scope_for(interaction.guild_id),
-                               upload_limit(interaction.guild), problems)
+            await self._answer(
+                replier.sender(),
+                key,
+                question,
+                images,
+                scope_for(interaction.guild_id),
+                upload_limit(interaction.guild),
+                problems,
+            )
 
-    async def index(self, interaction: discord.Interaction, url: str | None = None,
-                    attachment: discord.Attachment | None = None) -> None:
+    async def index(
+        self, interaction: discord.Interaction, url: str | None = None, attachment: discord.Attachment | None = None
+    ) -> None:
         if not await self._may_manage(interaction):
             return
         await interaction.response.defer(thinking=True)
@@ -203,8 +241,11 @@ class DiscordHandlers:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             doc = await self.service.remove(scope_for(interaction.guild_id), document)
-            await replier.send_all(text_messages(
-                f"🗑️ Removed **{shown_text(doc.title)}** ({code(doc.file_name)}) from this server's documents."))
+            await replier.send_all(
+                text_messages(
+                    f"🗑️ Removed **{shown_text(doc.title)}** ({code(doc.file_name)}) from this server's documents."
+                )
+            )
 
     async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         """Autocomplete for /remove and /reindex: this server's own documents."""
@@ -215,14 +256,18 @@ class DiscordHandlers:
             log.warning("document autocomplete failed", exc_info=True)
             return []
         needle = current.lower()
-        return [app_commands.Choice(name=d.title[:100], value=d.doc_id)
-                for d in docs if needle in d.title.lower() or needle in d.file_name.lower()][:25]
+        return [
+            app_commands.Choice(name=d.title[:100], value=d.doc_id)
+            for d in docs
+            if needle in d.title.lower() or needle in d.file_name.lower()
+        ][:25]
 
     async def _may_manage(self, interaction: discord.Interaction) -> bool:
         """Checked before deferring, so a refusal is a quick private reply."""
         if interaction.guild is None:
             await interaction.response.send_message(
-                "Documents are managed in a server; in DMs I answer from the shared collection only.", ephemeral=True)
+                "Documents are managed in a server; in DMs I answer from the shared collection only.", ephemeral=True
+            )
             return False
         if not self.access.allows(interaction.user, interaction.permissions):
             await interaction.response.send_message(self.access.refusal(), ephemeral=True)
@@ -232,8 +277,10 @@ class DiscordHandlers:
 
 def render_both(answer, limit: int, problems: list[str], turn_id: int | None) -> Rendered:
     """The answer as a Components V2 layout and as embeds (where the layout is refused)."""
-    return Rendered(render_layout(answer, limit, notes=problems, turn_id=turn_id),
-                    with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id))
+    return Rendered(
+        render_layout(answer, limit, notes=problems, turn_id=turn_id),
+        with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id),
+    )
 
 
 def with_feedback(messages: list, answer, turn_id: int | None) -> list:

@@ -9,6 +9,7 @@ Pure functions; nothing here talks to Discord. Discord's limits for a V2 message
 in the same message. A V2 message carries no `content` or embeds. Longer answers continue in further
 messages, cut at paragraph ends; the evidence and buttons close the last one.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,8 +21,17 @@ from bot.text_split import clip, split_text
 from core import Answer, Citation, Step
 
 from .feedback import feedback_row
-from .render import (MAX_FILES, TOPIC_COLOURS, Outgoing, _megabytes, _safe_name, _with_notes, answer_text, shown,
-                     shown_text)
+from .render import (
+    MAX_FILES,
+    TOPIC_COLOURS,
+    Outgoing,
+    _megabytes,
+    _safe_name,
+    _with_notes,
+    answer_text,
+    shown,
+    shown_text,
+)
 
 MAX_TEXT = 4000  # characters across a V2 message's text displays
 MAX_GALLERY = 10  # items in one media gallery
@@ -34,6 +44,7 @@ MAX_ALT = 256  # a gallery item's description
 class Rendered:
     """One answer, both ways: Components V2 messages, and the embed messages used where the layout
     is refused (an older client API, a proxy) or turned off (DISCORD_LAYOUT=embeds)."""
+
     v2: list[Outgoing]
     classic: list[Outgoing] = field(default_factory=list)
 
@@ -56,8 +67,10 @@ def _evidence(answer: Answer, upload_limit: int, notes: list[str]) -> list[_Evid
             if not data:
                 continue
             if len(data) > upload_limit:
-                notes.append(f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
-                             f"{_megabytes(upload_limit)} upload limit, so it is not shown.")
+                notes.append(
+                    f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
+                    f"{_megabytes(upload_limit)} upload limit, so it is not shown."
+                )
                 continue
             name = _safe_name(f"c{i + 1}-p{cite.page}-{role}{suffix}")
             alt = clip(f"{cite.label} ({role})", MAX_ALT)
@@ -65,8 +78,11 @@ def _evidence(answer: Answer, upload_limit: int, notes: list[str]) -> list[_Evid
             alts.append(alt)
             size += len(data)
         last = groups[-1] if groups else None
-        if last is None or len(last.files) + len(files) > min(MAX_FILES, MAX_GALLERY) \
-                or last.size + size > upload_limit:
+        if (
+            last is None
+            or len(last.files) + len(files) > min(MAX_FILES, MAX_GALLERY)
+            or last.size + size > upload_limit
+        ):
             last = _Evidence()
             groups.append(last)
         last.files += files
@@ -77,8 +93,11 @@ def _evidence(answer: Answer, upload_limit: int, notes: list[str]) -> list[_Evid
 
 
 def _source_line(i: int, cite: Citation) -> str:
-    kind = "page preview" if cite.highlight is None else (
-        "exact highlight" if cite.highlight.kind == "exact" else "approximate region")
+    kind = (
+        "page preview"
+        if cite.highlight is None
+        else ("exact highlight" if cite.highlight.kind == "exact" else "approximate region")
+    )
     quote = shown_text(clip(" ".join(cite.quote.split()), SOURCE_QUOTE))
     return f"**{i + 1}.** {shown_text(cite.title)}, p. {cite.page} ({kind})" + (f" — “{quote}”" if quote else "")
 
@@ -88,8 +107,12 @@ def _sources_text(group: _Evidence, first: bool) -> str:
     return head + "\n" + "\n".join(group.sources)
 
 
-def render_layout(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES,
-                  notes: list[str] | tuple[str, ...] = (), turn_id: int | None = None) -> list[Outgoing]:
+def render_layout(
+    answer: Answer,
+    upload_limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES,
+    notes: list[str] | tuple[str, ...] = (),
+    turn_id: int | None = None,
+) -> list[Outgoing]:
     """The V2 messages that carry one answer, in order; buttons under the last (stored turns only)."""
     extra = list(notes)
     if answer.clarifying_question:
@@ -141,8 +164,9 @@ def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.
         if out.texts:
             container.add_item(discord.ui.Separator())
         if out.gallery:  # a citation whose images could not be drawn or uploaded still has its line
-            container.add_item(discord.ui.MediaGallery(*[discord.MediaGalleryItem(f, description=alt)
-                                                         for f, alt in out.gallery]))
+            container.add_item(
+                discord.ui.MediaGallery(*[discord.MediaGalleryItem(f, description=alt) for f, alt in out.gallery])
+            )
         container.add_item(discord.ui.TextDisplay(out.sources))
     view.add_item(container)
     if buttons:
@@ -177,6 +201,7 @@ def status_text(steps: list[Step], text: str, error: str | None, limit: int) -> 
 
 def status_layout(steps: list[Step], text: str, error: str | None = None) -> discord.ui.LayoutView:
     view = discord.ui.LayoutView(timeout=None)
-    view.add_item(discord.ui.Container(discord.ui.TextDisplay(
-        status_text(steps, text, error, min(STATUS_TEXT, MAX_TEXT)))))
+    view.add_item(
+        discord.ui.Container(discord.ui.TextDisplay(status_text(steps, text, error, min(STATUS_TEXT, MAX_TEXT))))
+    )
     return view

@@ -1,10 +1,11 @@
 """Indexing progress on Discord: one message edited with the latest figures while a job runs, and
 closed with a final word when it ends, so no stale "⏳ 3/10" is left behind."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import discord
 
@@ -26,8 +27,12 @@ def describe_progress(p: Progress) -> str:
 
 
 class ProgressNotice(ThrottledProgress):
-    def __init__(self, edit: Callable[[str], Awaitable[object]], interval: float = PROGRESS_EVERY_S,
-                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
+    def __init__(
+        self,
+        edit: Callable[[str], Awaitable[object]],
+        interval: float = PROGRESS_EVERY_S,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ):
         super().__init__(edit, describe_progress, interval, sleep)
 
     async def __aexit__(self, exc_type, exc, tb) -> None:

@@ -7,6 +7,7 @@ Discord's limits: 2,000 characters of content, 10 embeds (6,000 characters toget
 and the guild's upload limit. An embed shows its image through "attachment://<name>", so an embed
 always travels in the same message as the file it points at.
 """
+
 from __future__ import annotations
 
 import io
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 
 import discord
 
-from bot.text_split import clip, split_text as split_pieces
+from bot.text_split import clip
+from bot.text_split import split_text as split_pieces
 from core import Answer, Citation, Document, IndexReport, literal, own_and_shared
 
 MAX_CONTENT = 2000
@@ -59,6 +61,7 @@ def code(text: str) -> str:
 @dataclass
 class Outgoing:
     """One message to send: content and/or embeds and files."""
+
     content: str | None = None
     embeds: list[discord.Embed] = field(default_factory=list)
     files: list[discord.File] = field(default_factory=list)
@@ -101,8 +104,13 @@ class Outgoing:
         """The same for Message.edit, replacing what a streamed message showed."""
         if self.layout is not None:
             return {"view": self.layout, "attachments": self.files, "allowed_mentions": NO_PINGS}
-        return {"content": self.content, "embeds": self.embeds, "attachments": self.files, "view": self.view,
-                "allowed_mentions": NO_PINGS}
+        return {
+            "content": self.content,
+            "embeds": self.embeds,
+            "attachments": self.files,
+            "view": self.view,
+            "allowed_mentions": NO_PINGS,
+        }
 
 
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
@@ -129,8 +137,7 @@ class _Card:
     size: int
 
 
-def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_limit: int,
-                   notes: list[str]) -> _Card:
+def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_limit: int, notes: list[str]) -> _Card:
     title = clip(shown_text(f"{cite.title} p. {cite.page}"), 256)
     quote = shown_text(clip(cite.quote.strip(), MAX_QUOTE))
     embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour)
@@ -141,13 +148,18 @@ def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_li
 
     files: list[discord.File] = []
     size = 0
-    images = [(role, data, ext) for role, data, ext in (("highlight", cite.crop, ".png"), ("preview", cite.preview, ".jpg"))
-              if data]
+    images = [
+        (role, data, ext)
+        for role, data, ext in (("highlight", cite.crop, ".png"), ("preview", cite.preview, ".jpg"))
+        if data
+    ]
     placed_image = False
     for role, data, suffix in images:
         if len(data) > upload_limit:
-            notes.append(f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
-                         f"{_megabytes(upload_limit)} upload limit, so it is not shown.")
+            notes.append(
+                f"{cite.label}: the {role} image ({_megabytes(len(data))}) is over this server's "
+                f"{_megabytes(upload_limit)} upload limit, so it is not shown."
+            )
             continue
         name = _safe_name(f"c{index + 1}-p{cite.page}-{role}{suffix}")
         files.append(discord.File(io.BytesIO(data), filename=name, description=f"{cite.label} ({role})"))
@@ -160,8 +172,11 @@ def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_li
     return _Card(embed, files, size)
 
 
-def render_answer(answer: Answer, upload_limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES,
-                  notes: list[str] | tuple[str, ...] = ()) -> list[Outgoing]:
+def render_answer(
+    answer: Answer,
+    upload_limit: int = discord.utils.DEFAULT_FILE_SIZE_LIMIT_BYTES,
+    notes: list[str] | tuple[str, ...] = (),
+) -> list[Outgoing]:
     """The messages that carry one answer, in order; `notes` are the adapter's own (unusable files)."""
     extra = list(notes)
     notes = []
@@ -226,8 +241,9 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
     for heading, group in (("This server", own), ("Shared collection", shared)):
         if group:
             lines.append(f"**{heading}** ({len(group)})")
-            lines += [f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)"
-                      for d in group]
+            lines += [
+                f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)" for d in group
+            ]
             lines.append("")
     return text_messages("\n".join(lines))
 

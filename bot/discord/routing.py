@@ -1,5 +1,6 @@
 """Which messages are for the bot, and where their answers, memory and documents belong: the
 collection a server or DM searches, the thread key its memory is kept under, the place a reply goes."""
+
 from __future__ import annotations
 
 import logging

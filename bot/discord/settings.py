@@ -1,11 +1,12 @@
 """The Discord adapter's settings: the DISCORD_* variables read once from `Settings.extra`, checked
 and typed, so that a mistyped id stops the bot at startup with a message naming the variable."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from core import BadInput, Settings, flag, number
 
@@ -21,15 +22,17 @@ class DiscordSettings:
     edit_interval: float = 1.0  # DISCORD_EDIT_INTERVAL: seconds between edits of a streamed answer
 
     @classmethod
-    def parse(cls, extra: Mapping[str, str]) -> "DiscordSettings":
+    def parse(cls, extra: Mapping[str, str]) -> DiscordSettings:
         """BadInput, with the variable named, for a value that cannot be used."""
         guild_id = extra.get("DISCORD_GUILD_ID", "").strip()
         if guild_id and not guild_id.isdigit():
             raise BadInput(f"DISCORD_GUILD_ID={guild_id!r} is not a server id (Developer Mode → Copy Server ID).")
         raw_users = [u for u in re.split(r"[\s,]+", extra.get("DISCORD_INDEX_USERS", "")) if u]
         if bad := [u for u in raw_users if not u.isdigit()]:
-            raise BadInput(f"DISCORD_INDEX_USERS must list numeric user ids (Developer Mode → Copy User ID); "
-                           f"not ids: {', '.join(bad)}.")
+            raise BadInput(
+                f"DISCORD_INDEX_USERS must list numeric user ids (Developer Mode → Copy User ID); "
+                f"not ids: {', '.join(bad)}."
+            )
         layout = extra.get("DISCORD_LAYOUT", "").strip().lower() or "v2"
         if layout not in ("v2", "embeds"):
             raise BadInput(f"DISCORD_LAYOUT={layout!r}: use v2 (Components V2, the default) or embeds.")

@@ -8,13 +8,14 @@ limits message edits: about five per five seconds), so what arrives meanwhile go
 Components V2 layout, the message streams as plain text and ends with the embed rendering (logged);
 a V2 message cannot become a plain one again, so the choice is made at the first send.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import math
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import discord
 
@@ -28,9 +29,15 @@ log = logging.getLogger("pixelrag.discord")
 
 
 class AnswerStream:
-    def __init__(self, send: Send, *, interval: float = 1.0, v2: bool = True,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep):
+    def __init__(
+        self,
+        send: Send,
+        *,
+        interval: float = 1.0,
+        v2: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ):
         self.send, self.interval, self.v2 = send, interval, v2
         self.clock, self.sleep = clock, sleep
         self.message: discord.Message | None = None  # the streamed message, once sent
@@ -137,8 +144,9 @@ class AnswerStream:
         except discord.HTTPException as exc:
             if not (self.v2 and layout_refused(exc)):
                 raise
-            log.warning("Discord refused the Components V2 layout (%s); streaming as text, answering with embeds",
-                        exc.text)
+            log.warning(
+                "Discord refused the Components V2 layout (%s); streaming as text, answering with embeds", exc.text
+            )
             self.v2 = False
             self.message = await self.send(**self._status())
         finally:

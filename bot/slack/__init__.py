@@ -5,6 +5,7 @@ way to the reply), replies.py (posting in the thread), indexing.py and commands.
 feedback.py (the 👍 / 👎 clicks), agent.py (the agent view: thread titles, suggested prompts), home.py and
 home_view.py (the App Home tab), files.py, permissions.py, render.py (Block Kit), settings.py, serve.py.
 """
+
 from .app import SlackBot, build_app
 from .serve import serve
 

@@ -13,6 +13,7 @@ Sources: docs.slack.dev/ai/migrating-to-agent-messaging and the setSuggestedProm
 method references; Bolt 1.30 attaches set_suggested_prompts to app_home_opened(tab=messages) the
 same way, without a thread_ts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,9 +37,9 @@ def shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text[:limit - 1]
-    if " " in cut[limit // 2:]:
-        cut = cut[:cut.rindex(" ")]
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:.-–—") + "…"
 
 
@@ -58,8 +59,12 @@ def suggested_prompts(documents: list[Document], scope: str) -> list[dict]:
     prompts = []
     for document in (own + shared)[:MAX_PROMPTS]:
         title = " ".join(document.title.split()) or document.file_name
-        prompts.append({"title": plain(shorten(f"About {title}", PROMPT_TITLE_LIMIT)),
-                        "message": plain(f"What are the key facts in {shorten(title, 200)}?")})
+        prompts.append(
+            {
+                "title": plain(shorten(f"About {title}", PROMPT_TITLE_LIMIT)),
+                "message": plain(f"What are the key facts in {shorten(title, 200)}?"),
+            }
+        )
     return prompts
 
 
@@ -67,11 +72,13 @@ class AgentView:
     def __init__(self, service: Service):
         self.service = service
 
-    async def title(self, client: AsyncWebClient, channel: str, thread_ts: str, question: str,
-                    files: list[dict]) -> None:
+    async def title(
+        self, client: AsyncWebClient, channel: str, thread_ts: str, question: str, files: list[dict]
+    ) -> None:
         try:
-            await client.assistant_threads_setTitle(channel_id=channel, thread_ts=thread_ts,
-                                                    title=plain(thread_title(question, files)))
+            await client.assistant_threads_setTitle(
+                channel_id=channel, thread_ts=thread_ts, title=plain(thread_title(question, files))
+            )
         except Exception as exc:
             log.info("thread title not set in %s/%s: %s", channel, thread_ts, exc)
 
@@ -81,7 +88,8 @@ class AgentView:
         try:
             prompts = suggested_prompts(await self.service.documents(scope), scope)
             if prompts:
-                await client.assistant_threads_setSuggestedPrompts(channel_id=channel, prompts=prompts,
-                                                                   title=PROMPTS_HEADING)
+                await client.assistant_threads_setSuggestedPrompts(
+                    channel_id=channel, prompts=prompts, title=PROMPTS_HEADING
+                )
         except Exception as exc:
             log.info("suggested prompts not set in %s: %s", channel, exc)

@@ -5,6 +5,7 @@ decides whether a message is addressed to the bot and claims the delivery once; 
 hand the work to background tasks, so Slack gets its acknowledgement at once (Bolt runs with
 process_before_response, the same in Socket Mode, over HTTP and in tests).
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Conversation, Service, Settings, ThreadMemory
 
+from ..background import BackgroundTasks
 from . import render
 from .agent import AgentView
 from .commands import SlashCommand
@@ -24,7 +26,6 @@ from .home import AppHome
 from .indexing import SlackIndexing
 from .listeners import SlackQuestions
 from .settings import SlackSettings
-from ..background import BackgroundTasks
 
 # Message subtypes that are people writing; edits, joins and deletions are not questions.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -36,8 +37,9 @@ class SlackBot:
     def __init__(self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadMemory):
         self.service = service
         self.tasks = BackgroundTasks()
-        files = SlackFiles(slack.bot_token, settings.request_timeout_s, settings.max_image_bytes,
-                           settings.max_pdf_bytes)
+        files = SlackFiles(
+            slack.bot_token, settings.request_timeout_s, settings.max_image_bytes, settings.max_pdf_bytes
+        )
         self.agent = AgentView(service)
         self.home = AppHome(service, slack.command)
         indexing = SlackIndexing(service, files, slack.progress_interval_s, on_change=self.home.changed)
@@ -63,34 +65,45 @@ class SlackBot:
 async def ignore_bots_and_edits(body: dict, context, ack, next) -> None:
     event = body.get("event") or {}
     if body.get("type") == "event_callback" and event.get("type") in ("message", "app_mention"):
-        if is_from_bot(event, context.bot_user_id) or (event["type"] == "message"
-                                                       and event.get("subtype") not in HUMAN_SUBTYPES):
+        if is_from_bot(event, context.bot_user_id) or (
+            event["type"] == "message" and event.get("subtype") not in HUMAN_SUBTYPES
+        ):
             return await ack()
     await next()
 
 
 def is_from_bot(event: dict, bot_user_id: str | None) -> bool:
-    return bool(event.get("bot_id") or event.get("subtype") == "bot_message"
-                or (bot_user_id and event.get("user") == bot_user_id))
+    return bool(
+        event.get("bot_id")
+        or event.get("subtype") == "bot_message"
+        or (bot_user_id and event.get("user") == bot_user_id)
+    )
 
 
 def make_client(settings: Settings, slack: SlackSettings) -> AsyncWebClient:
-    client = AsyncWebClient(token=slack.bot_token or None, base_url=slack.api_url,
-                            timeout=int(settings.request_timeout_s))
+    client = AsyncWebClient(
+        token=slack.bot_token or None, base_url=slack.api_url, timeout=int(settings.request_timeout_s)
+    )
     # Rate limits (429, honouring Retry-After) and 5xx are retried; connection errors already are.
-    client.retry_handlers.extend([AsyncRateLimitErrorRetryHandler(max_retry_count=2),
-                                  AsyncServerErrorRetryHandler(max_retry_count=2)])
+    client.retry_handlers.extend(
+        [AsyncRateLimitErrorRetryHandler(max_retry_count=2), AsyncServerErrorRetryHandler(max_retry_count=2)]
+    )
     return client
 
 
-def build_app(settings: Settings, service: Service, threads: ThreadMemory,
-              client: AsyncWebClient | None = None) -> tuple[AsyncApp, SlackBot]:
+def build_app(
+    settings: Settings, service: Service, threads: ThreadMemory, client: AsyncWebClient | None = None
+) -> tuple[AsyncApp, SlackBot]:
     slack = SlackSettings.parse(settings)
     client = client or make_client(settings, slack)
     bot = SlackBot(settings, slack, service, threads)
-    app = AsyncApp(client=client, signing_secret=slack.signing_secret,
-                   request_verification_enabled=bool(slack.signing_secret), process_before_response=True,
-                   logger=logging.getLogger("pixelrag.slack.bolt"))
+    app = AsyncApp(
+        client=client,
+        signing_secret=slack.signing_secret,
+        request_verification_enabled=bool(slack.signing_secret),
+        process_before_response=True,
+        logger=logging.getLogger("pixelrag.slack.bolt"),
+    )
     questions = bot.questions
     app.use(ignore_bots_and_edits)
     app.event("app_mention", middleware=[questions.claim_delivery])(questions.on_question)

@@ -1,20 +1,21 @@
 """/pixelrag: list, status and help answered at once; index, reindex and remove acknowledged at once
 and run in the background, with their replies sent privately through the command's response_url."""
+
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core import BadInput, PixelragError, Service
 
+from ..background import BackgroundTasks
 from . import render
 from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
 from .replies import Thread
 from .settings import SlackSettings
-from ..background import BackgroundTasks
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -39,8 +40,9 @@ class SlashCommand:
             await ack(text=render.status_text(await self.service.status(scope)))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(text)}`…")
-            self.tasks.spawn(self.job(client, private_reply(respond), command, sub, arg, scope),
-                             f"{self.settings.command} {sub}")
+            self.tasks.spawn(
+                self.job(client, private_reply(respond), command, sub, arg, scope), f"{self.settings.command} {sub}"
+            )
         else:
             # Unknown subcommands, `help` and missing arguments all get the help text.
             await ack(text=render.HELP)
@@ -58,12 +60,23 @@ class SlashCommand:
                 url = arg.strip("<>").split("|")[0]
                 if not url.startswith(("http://", "https://")):
                     raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
-                await self.indexing.run(channel, url, lambda p: self.service.index([url], scope=scope, progress=p),
-                                        "Indexed", respond, scope=scope)
+                await self.indexing.run(
+                    channel,
+                    url,
+                    lambda p: self.service.index([url], scope=scope, progress=p),
+                    "Indexed",
+                    respond,
+                    scope=scope,
+                )
             else:
-                await self.indexing.run(channel, arg or "this workspace's documents",
-                                        lambda p: self.service.reindex(scope, arg or None, progress=p),
-                                        "Reindexed", respond, scope=scope)
+                await self.indexing.run(
+                    channel,
+                    arg or "this workspace's documents",
+                    lambda p: self.service.reindex(scope, arg or None, progress=p),
+                    "Reindexed",
+                    respond,
+                    scope=scope,
+                )
         except PixelragError as exc:
             await respond(f":warning: {render.escape(str(exc))}")
         except Exception:
@@ -74,8 +87,10 @@ class SlashCommand:
 def private_reply(respond) -> Callable[[str], Awaitable[None]]:
     """Bolt's respond() as a one-argument ephemeral reply. The response_url takes 5 messages within
     30 minutes and then refuses them with a non-200 status that respond() does not raise: log it."""
+
     async def reply(text: str) -> None:
         response = await respond(text=text, response_type="ephemeral")
         if getattr(response, "status_code", 200) != 200:
             log.warning("response_url refused a reply (HTTP %s): %s", response.status_code, text[:200])
+
     return reply

@@ -1,5 +1,6 @@
 """👍 / 👎 under an answer: each click is kept as that user's latest rating of the turn (Slack sends
 every toggle and no "unselected"), for `pixelrag feedback export`."""
+
 from __future__ import annotations
 
 import logging

@@ -4,6 +4,7 @@ Downloads use the bot token, follow redirects by hand (the token goes only to Sl
 read the whole body in chunks and enforce the size cap while reading: a file's metadata may omit or
 misstate its size.
 """
+
 from __future__ import annotations
 
 import logging
@@ -12,8 +13,16 @@ from urllib.parse import urlparse
 import aiohttp
 from yarl import URL
 
-from core import (BadInput, PixelragError, QueryImage, attachment_kind, failure_reason, looks_like_pdf, megabytes,
-                  validate_query_image)
+from core import (
+    BadInput,
+    PixelragError,
+    QueryImage,
+    attachment_kind,
+    failure_reason,
+    looks_like_pdf,
+    megabytes,
+    validate_query_image,
+)
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -29,7 +38,10 @@ def file_name(file: dict) -> str:
 
 
 def is_pdf(file: dict) -> bool:
-    return attachment_kind(file.get("mimetype"), file.get("name")) == "pdf" or (file.get("filetype") or "").lower() == "pdf"
+    return (
+        attachment_kind(file.get("mimetype"), file.get("name")) == "pdf"
+        or (file.get("filetype") or "").lower() == "pdf"
+    )
 
 
 class SlackFiles:
@@ -47,12 +59,15 @@ class SlackFiles:
             name = file_name(f)
             try:
                 if is_pdf(f):
-                    raise AttachmentError(f"{name}: a PDF is not read as a question. "
-                                          "To add it, mention me with “index this” on the message with the PDF.")
+                    raise AttachmentError(
+                        f"{name}: a PDF is not read as a question. "
+                        "To add it, mention me with “index this” on the message with the PDF."
+                    )
                 mime = (f.get("mimetype") or "").lower()
                 if attachment_kind(mime, None) in (None, "pdf"):
-                    raise AttachmentError(f"{name}: {mime or 'this file type'} can't be used; "
-                                          "attach a PNG, JPEG or WebP screenshot.")
+                    raise AttachmentError(
+                        f"{name}: {mime or 'this file type'} can't be used; attach a PNG, JPEG or WebP screenshot."
+                    )
                 data = await self.download(f, self.max_image_bytes)
                 images.append(validate_query_image(QueryImage(data, mime, name), self.max_image_bytes))
             except PixelragError as exc:
@@ -70,7 +85,9 @@ class SlackFiles:
 
     async def download(self, file: dict, max_bytes: int) -> bytes:
         name = file.get("name") or file.get("id") or "attachment"
-        if file.get("file_access") == "check_file_info" or not (file.get("url_private_download") or file.get("url_private")):
+        if file.get("file_access") == "check_file_info" or not (
+            file.get("url_private_download") or file.get("url_private")
+        ):
             raise AttachmentError(f"{name}: Slack did not share a download link for this file (a Slack Connect file?).")
         limit = f"the {megabytes(max_bytes)} limit"
         if (file.get("size") or 0) > max_bytes:
@@ -93,8 +110,10 @@ class SlackFiles:
                         if ctype == "text/html":
                             # Slack's answer to a token without files:read: a 200 with its sign-in page.
                             raise AttachmentError(
-                                f"{name}: Slack sent its sign-in page instead of the file, so I can't read attachments. "
-                                "The app needs the files:read scope: an admin should add it and reinstall the app.")
+                                f"{name}: Slack sent its sign-in page instead of the file, so I can't read "
+                                "attachments. "
+                                "The app needs the files:read scope: an admin should add it and reinstall the app."
+                            )
                         if (response.content_length or 0) > max_bytes:
                             raise AttachmentError(f"{name}: {megabytes(response.content_length)} is over {limit}.")
                         data = bytearray()
@@ -104,6 +123,7 @@ class SlackFiles:
                                 raise AttachmentError(f"{name}: it is over {limit}.")
                         return bytes(data)
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise AttachmentError(f"{name}: the download from Slack failed ({failure_reason(exc)}); "
-                                  "try attaching it again.") from exc
+            raise AttachmentError(
+                f"{name}: the download from Slack failed ({failure_reason(exc)}); try attaching it again."
+            ) from exc
         raise AttachmentError(f"{name}: too many redirects while downloading it.")

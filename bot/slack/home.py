@@ -8,6 +8,7 @@ surfaces/app-home and the views.publish reference. Who has opened the tab is kep
 only (a few dozen per workspace): a replica that did not see the opening does not refresh that
 user's tab, who gets a fresh one the next time the tab is opened.
 """
+
 from __future__ import annotations
 
 import logging

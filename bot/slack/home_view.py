@@ -6,6 +6,7 @@ header text <= 150; views.publish refuses views over 250 kB): each group lists a
 `MAX_LISTED` documents, several to a section, and says how many more there are. `markdown` blocks
 are for messages only, so everything here is mrkdwn sections and context blocks.
 """
+
 from __future__ import annotations
 
 from core import Document, own_and_shared
@@ -37,7 +38,7 @@ def plural(n: int, word: str) -> str:
 def document_line(document: Document) -> str:
     title = " ".join(document.title.split()) or document.file_name
     if len(title) > TITLE_CHARS:
-        title = title[:TITLE_CHARS - 1] + "…"
+        title = title[: TITLE_CHARS - 1] + "…"
     return f"• *{escape(title)}* — {plural(document.page_count, 'page')} · `{document.doc_id}`"
 
 
@@ -56,12 +57,17 @@ def packed(lines: list[str]) -> list[dict]:
 
 def document_blocks(heading: str, scope_note: str, documents: list[Document]) -> list[dict]:
     pages = sum(d.page_count for d in documents)
-    blocks = [section(f"*{heading}* — {plural(len(documents), 'document')}, {plural(pages, 'page')}"),
-              context(scope_note)]
+    blocks = [
+        section(f"*{heading}* — {plural(len(documents), 'document')}, {plural(pages, 'page')}"),
+        context(scope_note),
+    ]
     blocks += packed([document_line(d) for d in documents[:MAX_LISTED]])
     if len(documents) > MAX_LISTED:
-        blocks.append(context(f"…and {len(documents) - MAX_LISTED} more not shown here. "
-                              "`/pixelrag list` in a channel lists them."))
+        blocks.append(
+            context(
+                f"…and {len(documents) - MAX_LISTED} more not shown here. `/pixelrag list` in a channel lists them."
+            )
+        )
     return blocks
 
 
@@ -70,31 +76,38 @@ def home_view(documents: list[Document], scope: str, indexing: list[str], comman
     own, shared = own_and_shared(documents, scope)
     blocks = [
         header("pixelrag: answers from your PDFs"),
-        section("Ask a question in the *Messages* tab: every question starts its own thread, titled after it, and "
-                "the answer streams in with the cited pages and their highlighted quotes. Follow-up questions in "
-                "the thread keep its context. In a channel, mention me and I answer in a thread."),
+        section(
+            "Ask a question in the *Messages* tab: every question starts its own thread, titled after it, and "
+            "the answer streams in with the cited pages and their highlighted quotes. Follow-up questions in "
+            "the thread keep its context. In a channel, mention me and I answer in a thread."
+        ),
         {"type": "divider"},
         header("Documents you can search"),
     ]
     if indexing:
         names = ", ".join(escape(n) for n in indexing)
-        blocks.append(section(f":hourglass_flowing_sand: *Indexing now:* {names}. They can be searched once "
-                              "they are done; this tab updates then."))
+        blocks.append(
+            section(
+                f":hourglass_flowing_sand: *Indexing now:* {names}. They can be searched once "
+                "they are done; this tab updates then."
+            )
+        )
     if not documents:
         blocks.append(section("No documents yet: add one as shown below."))
     if own:
         blocks += document_blocks("This workspace", "Added here; only this workspace searches them.", own)
     if shared:
-        blocks += document_blocks("Shared collection", "Added by the operator; every workspace searches them.",
-                                  shared)
+        blocks += document_blocks("Shared collection", "Added by the operator; every workspace searches them.", shared)
     blocks += [
         {"type": "divider"},
         header("Adding documents"),
-        section(f"• `{command} index https://…/file.pdf` — add a PDF from a link\n"
-                "• Send me a PDF in the Messages tab, or mention me with “index this” on a channel message with "
-                "a PDF attached\n"
-                f"• `{command} reindex [document]` rebuilds, `{command} remove <document>` removes, "
-                f"`{command} list` lists"),
+        section(
+            f"• `{command} index https://…/file.pdf` — add a PDF from a link\n"
+            "• Send me a PDF in the Messages tab, or mention me with “index this” on a channel message with "
+            "a PDF attached\n"
+            f"• `{command} reindex [document]` rebuilds, `{command} remove <document>` removes, "
+            f"`{command} list` lists"
+        ),
         context("Adding and removing documents is for workspace admins and the users in SLACK_INDEX_USERS."),
     ]
     return {"type": "home", "blocks": blocks[:MAX_VIEW_BLOCKS]}

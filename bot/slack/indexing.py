@@ -2,19 +2,20 @@
 reindex), once the caller has checked permission: one progress message edited as the job runs,
 ending in a summary; then `on_change` hears the scope whose documents may have changed (the App
 Home tabs are refreshed)."""
+
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Busy, IndexReport, PixelragError, Progress, Service
 
+from ..progress import ThrottledProgress
 from . import render
 from .files import SlackFiles
 from .replies import Thread
-from ..progress import ThrottledProgress
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -24,7 +25,9 @@ Changed = Callable[[AsyncWebClient, str], Awaitable[None]]
 
 
 class SlackIndexing:
-    def __init__(self, service: Service, files: SlackFiles, progress_interval_s: float, on_change: Changed | None = None):
+    def __init__(
+        self, service: Service, files: SlackFiles, progress_interval_s: float, on_change: Changed | None = None
+    ):
         self.service = service
         self.files = files
         self.progress_interval_s = progress_interval_s
@@ -40,8 +43,9 @@ class SlackIndexing:
     async def from_message(self, thread: Thread, scope: str, pdfs: list[dict], url: str | None) -> None:
         """The PDFs attached to a message (or the URL it names), one job each."""
         if url:
-            await self.run(thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed",
-                           scope=scope)
+            await self.run(
+                thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed", scope=scope
+            )
             return
         for f in pdfs:
             name = f.get("name") or "document.pdf"
@@ -50,12 +54,24 @@ class SlackIndexing:
             except PixelragError as exc:
                 await thread.warn(str(exc))
                 continue
-            await self.run(thread, name,
-                           lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p), "Indexed",
-                           scope=scope)
+            await self.run(
+                thread,
+                name,
+                lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p),
+                "Indexed",
+                scope=scope,
+            )
 
-    async def run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None = None, *,
-                  scope: str | None = None) -> None:
+    async def run(
+        self,
+        thread: Thread,
+        name: str,
+        work: Work,
+        verb: str,
+        respond: Respond | None = None,
+        *,
+        scope: str | None = None,
+    ) -> None:
         """Run one job, editing one progress message (throttled) and ending with a summary. Without a
         thread (a slash command), the message goes to the channel, or by `respond` where the bot may
         not post. With `scope`, on_change hears it when the job is over (failed ones too: a failed
@@ -73,7 +89,9 @@ class SlackIndexing:
             if ts is not None:
                 await thread.client.chat_update(channel=thread.channel, ts=ts, text=text, blocks=[render.section(text)])
 
-        async with ThrottledProgress(edit, lambda p: render.progress_text(name, p), self.progress_interval_s) as progress:
+        async with ThrottledProgress(
+            edit, lambda p: render.progress_text(name, p), self.progress_interval_s
+        ) as progress:
             try:
                 final = render.report_text(verb, await work(progress))
             except Busy as exc:
@@ -85,7 +103,9 @@ class SlackIndexing:
                 final = f":warning: Indexing {render.escape(name)} failed. The details are in the bot's log."
         if ts is not None:
             try:
-                await thread.client.chat_update(channel=thread.channel, ts=ts, text=final, blocks=[render.section(final)])
+                await thread.client.chat_update(
+                    channel=thread.channel, ts=ts, text=final, blocks=[render.section(final)]
+                )
             except Exception:
                 log.exception("could not update progress message")
                 await thread.post(final)

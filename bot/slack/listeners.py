@@ -6,6 +6,7 @@ to a background task: screenshots are read, the conversation flow (core.Conversa
 the thread's memory while its stages and text stream into the thread (stream.py), and the answer's
 evidence, then its page previews, follow it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,28 +17,38 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Conversation, DatabaseUnavailable, PixelragError, ThreadMemory
 
+from ..background import BackgroundTasks
+from ..triggers import asks_to_index
 from . import render
 from .agent import AgentView
 from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
 from .replies import Thread
-from .stream import AnswerStream, close_interrupted
 from .settings import SlackSettings
-from ..background import BackgroundTasks
-from ..triggers import asks_to_index
+from .stream import AnswerStream, close_interrupted
 
 log = logging.getLogger("pixelrag.slack")
 
-UNAVAILABLE_NOTICE = (":warning: The document index is unavailable right now: its database does not answer. Slack "
-                      "sends your message again within minutes, and I answer it once the index is back; if no "
-                      "answer comes, please ask again later.")
+UNAVAILABLE_NOTICE = (
+    ":warning: The document index is unavailable right now: its database does not answer. Slack "
+    "sends your message again within minutes, and I answer it once the index is back; if no "
+    "answer comes, please ask again later."
+)
 INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)  # Slack writes links as <url|label>
 
 
 class SlackQuestions:
-    def __init__(self, settings: SlackSettings, conversation: Conversation, threads: ThreadMemory, files: SlackFiles,
-                 indexing: SlackIndexing, tasks: BackgroundTasks, agent: AgentView):
+    def __init__(
+        self,
+        settings: SlackSettings,
+        conversation: Conversation,
+        threads: ThreadMemory,
+        files: SlackFiles,
+        indexing: SlackIndexing,
+        tasks: BackgroundTasks,
+        agent: AgentView,
+    ):
         self.settings = settings
         self.agent = agent
         self.conversation = conversation
@@ -54,8 +65,9 @@ class SlackQuestions:
             return await next()
         thread_ts = event.get("thread_ts")
         try:
-            if thread_ts and await self.threads.knows_thread(("slack", team_of(body, event, context),
-                                                              event["channel"], thread_ts)):
+            if thread_ts and await self.threads.knows_thread(
+                ("slack", team_of(body, event, context), event["channel"], thread_ts)
+            ):
                 return await next()
         except DatabaseUnavailable as exc:  # whose thread it is is unknown: asked again when Slack redelivers
             log.warning("message %s in thread %s not taken: %s", event.get("ts"), thread_ts, exc)
@@ -102,11 +114,14 @@ class SlackQuestions:
 
     # ----- the listener ----------------------------------------------------------------------
     async def on_question(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
-        self.tasks.spawn(self.handle(event, team_of(body, event, context), client, context.bot_user_id,
-                                     context["claims"]), f"message {event.get('ts')}")
+        self.tasks.spawn(
+            self.handle(event, team_of(body, event, context), client, context.bot_user_id, context["claims"]),
+            f"message {event.get('ts')}",
+        )
 
-    async def handle(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None,
-                     claims: list[str]) -> None:
+    async def handle(
+        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, claims: list[str]
+    ) -> None:
         try:
             if event.get("type") == "app_mention" and "files" not in event:
                 # app_mention payloads sometimes omit files; the message itself carries them.
@@ -119,8 +134,9 @@ class SlackQuestions:
         except PixelragError as exc:  # the answer is out; an unfinished claim only means no redelivery is skipped
             log.warning("delivery of %s not recorded as finished: %s", event.get("ts"), exc)
 
-    async def respond_to(self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None,
-                         delivery: str) -> None:
+    async def respond_to(
+        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, delivery: str
+    ) -> None:
         ts = event["ts"]
         thread = Thread(client, event["channel"], event.get("thread_ts") or ts)
         text = strip_mentions(event.get("text", ""), bot_user_id)
@@ -137,26 +153,51 @@ class SlackQuestions:
             if not await may_index(client, self.settings, event.get("user", "")):
                 await thread.post(REFUSAL)
                 return
-            await self.indexing.from_message(thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None)
+            await self.indexing.from_message(
+                thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None
+            )
             return
         # The stream goes to the asker's own team: a Slack Connect user's is not the app's workspace,
         # whose documents (scope) and threads it still is.
-        await self.answer(thread, team, ts, text, files, event.get("user", ""), delivery,
-                          event.get("user_team") or team)
+        await self.answer(
+            thread, team, ts, text, files, event.get("user", ""), delivery, event.get("user_team") or team
+        )
 
-    async def answer(self, thread: Thread, team: str, ts: str, question: str, files: list[dict], user: str,
-                     delivery: str, user_team: str) -> None:
+    async def answer(
+        self,
+        thread: Thread,
+        team: str,
+        ts: str,
+        question: str,
+        files: list[dict],
+        user: str,
+        delivery: str,
+        user_team: str,
+    ) -> None:
         async def started(stream_ts: str) -> None:
             await self._note(delivery, stream=stream_ts)
 
-        stream = AnswerStream(thread.client, thread.channel, thread.thread_ts, user_team, user,
-                              self.settings.stream_interval_s, on_start=started) if self.settings.streaming else None
+        stream = (
+            AnswerStream(
+                thread.client,
+                thread.channel,
+                thread.thread_ts,
+                user_team,
+                user,
+                self.settings.stream_interval_s,
+                on_start=started,
+            )
+            if self.settings.streaming
+            else None
+        )
         async with thread.working(ts), thread.failures_shown("answering", stream):
             # A redelivery of a question whose process died: finish what it started, do not start over.
             earlier = await self.threads.progress(delivery)
             if earlier.get("posted"):
-                await thread.post(":warning: The page previews of the answer above were not uploaded: the bot "
-                                  "restarted before it could.")
+                await thread.post(
+                    ":warning: The page previews of the answer above were not uploaded: the bot "
+                    "restarted before it could."
+                )
                 return
             if earlier.get("stream"):
                 await close_interrupted(thread.client, thread.channel, earlier["stream"])
@@ -169,14 +210,25 @@ class SlackQuestions:
                 await thread.post(warnings)
             # The rendering is kept with the exchange until it is posted: a reply Slack refuses is
             # posted again when the question is asked again, without searching again.
-            reply = await self.conversation.ask(("slack", team, thread.channel, thread.thread_ts), question, images,
-                                                scope=f"slack:{team}", render=render.render_answer, keep_reply=True,
-                                                events=stream.event if stream else None)
+            reply = await self.conversation.ask(
+                ("slack", team, thread.channel, thread.thread_ts),
+                question,
+                images,
+                scope=f"slack:{team}",
+                render=render.render_answer,
+                keep_reply=True,
+                events=stream.event if stream else None,
+            )
             answer = reply.answer
             # The streamed message ends with the evidence and the buttons; without a live stream (refused,
             # broken, or a stored reply sent again) the whole rendering is posted, as before streaming.
-            after = None if stream is None or answer is None else await stream.finish(
-                answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow))
+            after = (
+                None
+                if stream is None or answer is None
+                else await stream.finish(
+                    answer.markdown, lambda overflow: render.stream_end(answer, reply.turn_id, overflow)
+                )
+            )
             if stream is not None and stream.stopped_by_user:  # pressed Stop: nothing more is posted
                 await self._note(delivery, posted=True)
                 await self.conversation.delivered(reply)
@@ -192,8 +244,9 @@ class SlackQuestions:
 async def refetch_files(client: AsyncWebClient, event: dict) -> dict:
     thread_ts = event.get("thread_ts") or event["ts"]
     try:
-        reply = await client.conversations_replies(channel=event["channel"], ts=thread_ts, latest=event["ts"],
-                                                   oldest=event["ts"], inclusive=True, limit=2)
+        reply = await client.conversations_replies(
+            channel=event["channel"], ts=thread_ts, latest=event["ts"], oldest=event["ts"], inclusive=True, limit=2
+        )
     except Exception:
         log.warning("could not re-read message %s for attachments", event["ts"], exc_info=True)
         return event

@@ -1,4 +1,5 @@
 """Who may add and remove a workspace's documents: admins and owners, plus SLACK_INDEX_USERS."""
+
 from __future__ import annotations
 
 import logging
@@ -9,8 +10,10 @@ from .settings import SlackSettings
 
 log = logging.getLogger("pixelrag.slack")
 
-REFUSAL = (":no_entry: Only workspace admins and the users listed in SLACK_INDEX_USERS can add or remove "
-           "documents. Ask an admin to do it for you.")
+REFUSAL = (
+    ":no_entry: Only workspace admins and the users listed in SLACK_INDEX_USERS can add or remove "
+    "documents. Ask an admin to do it for you."
+)
 
 
 async def may_index(client: AsyncWebClient, settings: SlackSettings, user: str) -> bool:

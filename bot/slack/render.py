@@ -7,12 +7,14 @@ mrkdwn sections. Slack limits honoured here: section text <= 3000 characters, ma
 12,000 characters each and together per message, <= 50 blocks per message, and a conservative
 total per message (payloads near 13k characters of blocks get msg_blocks_too_long).
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from bot.text_split import clip, split_text as split_pieces
+from bot.text_split import clip
+from bot.text_split import split_text as split_pieces
 from core import Answer, Citation, Document, IndexReport, Progress, own_and_shared
 
 SECTION_LIMIT = 3000
@@ -23,12 +25,19 @@ MAX_UPLOADS = 10
 FEEDBACK_ACTION = "pixelrag_feedback"
 FALLBACK_LIMIT = 3000  # the notification `text`; Slack allows more, but a notification is a preview
 # Blocks have no colour in Slack: a topic's tint is its coloured marker (the same hues as Discord's embeds).
-TOPIC_MARKS = {"warranty": ":large_blue_circle:", "complaint": ":red_circle:", "service": ":large_orange_circle:",
-               "instructions": ":large_green_circle:", "price": ":large_yellow_circle:", "other": ":white_circle:"}
+TOPIC_MARKS = {
+    "warranty": ":large_blue_circle:",
+    "complaint": ":red_circle:",
+    "service": ":large_orange_circle:",
+    "instructions": ":large_green_circle:",
+    "price": ":large_yellow_circle:",
+    "other": ":white_circle:",
+}
 
 HELP = """*pixelrag* answers questions about your team's PDFs from the page images.
 • Mention me with a question (attach a screenshot if it helps); I answer in a thread and keep following that thread.
-• `/pixelrag index <url>` — add a PDF to this workspace (or mention me with “index this” on a message with a PDF attached)
+• `/pixelrag index <url>` — add a PDF to this workspace (or mention me with “index this” on a message with a PDF \
+attached)
 • `/pixelrag reindex [document]` — rebuild one document or all of this workspace's documents
 • `/pixelrag list` — documents this workspace can search
 • `/pixelrag remove <document>` — remove one of this workspace's documents
@@ -92,7 +101,9 @@ def answer_blocks(answer: Answer) -> list[dict]:
     """All blocks of an answer, in reading order, each within its block's limit."""
     blocks: list[dict] = []
     if answer.topic_label:  # only a topic the Jev selector decided with confidence
-        blocks.append(context(f"{TOPIC_MARKS.get(answer.topic_label, TOPIC_MARKS['other'])} Topic: *{answer.topic_label}*"))
+        blocks.append(
+            context(f"{TOPIC_MARKS.get(answer.topic_label, TOPIC_MARKS['other'])} Topic: *{answer.topic_label}*")
+        )
     if answer.changed_question and answer.interpreted_question.strip():
         blocks.append(context(f"Interpreted as: {escape(answer.interpreted_question.strip())}"))
     blocks += markdown_blocks(slack_markdown(answer.markdown)) or [section("_(no answer text)_")]
@@ -178,14 +189,25 @@ def with_feedback(messages: list[dict], turn_id: int | None) -> list[dict]:
 
 def feedback_block(turn_id: int) -> dict:
     """Slack's feedback buttons; each click reports its value, `good:<turn>` or `bad:<turn>`."""
-    def button(text: str, rating: str, label: str) -> dict:
-        return {"text": {"type": "plain_text", "text": text}, "value": f"{rating}:{turn_id}",
-                "accessibility_label": label}
 
-    return {"type": "context_actions", "elements": [{
-        "type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
-        "positive_button": button("Good answer", "good", "Mark this answer as good"),
-        "negative_button": button("Wrong or unhelpful", "bad", "Mark this answer as wrong or unhelpful")}]}
+    def button(text: str, rating: str, label: str) -> dict:
+        return {
+            "text": {"type": "plain_text", "text": text},
+            "value": f"{rating}:{turn_id}",
+            "accessibility_label": label,
+        }
+
+    return {
+        "type": "context_actions",
+        "elements": [
+            {
+                "type": "feedback_buttons",
+                "action_id": FEEDBACK_ACTION,
+                "positive_button": button("Good answer", "good", "Mark this answer as good"),
+                "negative_button": button("Wrong or unhelpful", "bad", "Mark this answer as wrong or unhelpful"),
+            }
+        ],
+    }
 
 
 def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
@@ -200,9 +222,14 @@ def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
             if not data:
                 continue
             suffix = " (highlight)" if kind == "highlight" else ""
-            items.append({"content": data, "title": plain(f"{citation.title} p. {citation.page}{suffix}{quote}"),
-                          "filename": f"{stem}-p{citation.page}-{kind}{ext}",
-                          "alt_txt": plain(f"{citation.label}{' highlight' if suffix else ' preview'}")})
+            items.append(
+                {
+                    "content": data,
+                    "title": plain(f"{citation.title} p. {citation.page}{suffix}{quote}"),
+                    "filename": f"{stem}-p{citation.page}-{kind}{ext}",
+                    "alt_txt": plain(f"{citation.label}{' highlight' if suffix else ' preview'}"),
+                }
+            )
             if len(items) >= limit:
                 return items
     return items
@@ -237,8 +264,10 @@ def report_text(verb: str, report: IndexReport) -> str:
         line = f":white_check_mark: {verb} {names}: {pages} page{'s' if pages != 1 else ''}"
         unchanged = report.pages_reused
         lines.append(line + (f" ({unchanged} unchanged since the last build)." if unchanged else "."))
-    lines += [f":white_check_mark: Already up to date: {escape(d.title)} (unchanged since it was indexed)."
-              for d in report.unchanged]
+    lines += [
+        f":white_check_mark: Already up to date: {escape(d.title)} (unchanged since it was indexed)."
+        for d in report.unchanged
+    ]
     lines += [f":warning: {escape(s)}" for s in report.skipped + report.warnings]
     return clip("\n".join(lines) or f"{verb} nothing.", SECTION_LIMIT)
 

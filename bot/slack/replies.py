@@ -4,6 +4,7 @@ their blocks), the evidence upload, and the working indicator while a question i
 Nothing here raises: these are the last step of every flow, where a failure can only be shown (if
 Slack takes any message at all) and logged.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,12 @@ class Thread:
     async def post(self, text: str) -> str | None:
         """A plain message; its ts, or None when Slack refused it."""
         try:
-            response = await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=text,
-                                                          blocks=[render.section(text[: render.SECTION_LIMIT])])
+            response = await self.client.chat_postMessage(
+                channel=self.channel,
+                thread_ts=self.thread_ts,
+                text=text,
+                blocks=[render.section(text[: render.SECTION_LIMIT])],
+            )
             return response.get("ts")
         except Exception:
             log.exception("could not post to %s", self.channel)
@@ -48,20 +53,32 @@ class Thread:
         refused is posted again as plain text, without blocks; False when even that failed."""
         for message in messages:
             try:
-                await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, unfurl_links=False,
-                                                   unfurl_media=False, **message)
+                await self.client.chat_postMessage(
+                    channel=self.channel, thread_ts=self.thread_ts, unfurl_links=False, unfurl_media=False, **message
+                )
                 continue
             except Exception:
-                log.warning("posting an answer to %s/%s failed; trying plain text", self.channel, self.thread_ts,
-                            exc_info=True)
+                log.warning(
+                    "posting an answer to %s/%s failed; trying plain text", self.channel, self.thread_ts, exc_info=True
+                )
             try:
                 for piece in render.plain_pieces(message):
-                    await self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts, text=piece,
-                                                       unfurl_links=False, unfurl_media=False)
+                    await self.client.chat_postMessage(
+                        channel=self.channel,
+                        thread_ts=self.thread_ts,
+                        text=piece,
+                        unfurl_links=False,
+                        unfurl_media=False,
+                    )
             except Exception:
                 log.exception("posting the plain answer to %s/%s failed too", self.channel, self.thread_ts)
-                if await self.post(":warning: The answer could not be posted (Slack refused it). Ask the same "
-                                   "question again to get it without searching again.") is None:
+                if (
+                    await self.post(
+                        ":warning: The answer could not be posted (Slack refused it). Ask the same "
+                        "question again to get it without searching again."
+                    )
+                    is None
+                ):
                     self.unheard = True
                 return False
         return True
@@ -76,12 +93,17 @@ class Thread:
         try:
             pages = len({(c.doc_id, c.page) for c in answer.citations})
             await self.client.files_upload_v2(
-                channel=self.channel, thread_ts=self.thread_ts, file_uploads=items,
+                channel=self.channel,
+                thread_ts=self.thread_ts,
+                file_uploads=items,
                 initial_comment=f"Evidence for the answer above: {pages} cited page{'s' if pages != 1 else ''}, "
-                                "each with its quote highlighted.")
+                "each with its quote highlighted.",
+            )
         except Exception:
             log.exception("preview upload to %s/%s failed", self.channel, self.thread_ts)
-            await self.post(":warning: The page previews could not be uploaded; the sources above still name the pages.")
+            await self.post(
+                ":warning: The page previews could not be uploaded; the sources above still name the pages."
+            )
 
     @contextlib.asynccontextmanager
     async def working(self, ts: str):
@@ -98,8 +120,9 @@ class Thread:
         except Exception as exc:
             log.debug("reaction not added: %s", exc)
         try:
-            await self.client.assistant_threads_setStatus(channel_id=self.channel, thread_ts=self.thread_ts,
-                                                          status="is reading the documents…")
+            await self.client.assistant_threads_setStatus(
+                channel_id=self.channel, thread_ts=self.thread_ts, status="is reading the documents…"
+            )
             status = True
         except Exception as exc:
             log.debug("thread status not set: %s", exc)
@@ -108,8 +131,9 @@ class Thread:
         finally:
             if status:
                 with contextlib.suppress(Exception):
-                    await self.client.assistant_threads_setStatus(channel_id=self.channel, thread_ts=self.thread_ts,
-                                                                  status="")
+                    await self.client.assistant_threads_setStatus(
+                        channel_id=self.channel, thread_ts=self.thread_ts, status=""
+                    )
             if self.unheard:
                 with contextlib.suppress(Exception):
                     await self.client.reactions_add(channel=self.channel, timestamp=ts, name=UNDELIVERED_REACTION)

@@ -1,4 +1,5 @@
 """`pixelrag slack`: the bot until it is stopped, over Socket Mode or the Events API (HTTP)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -61,8 +62,11 @@ def malformed(body: bytes, content_type: str) -> str | None:
             event = data.get("event")
             if data.get("type") == "event_callback" and not isinstance(event, dict):
                 return "the event is not an object"
-            if isinstance(event, dict) and event.get("type") in ("message", "app_mention") and \
-                    not (isinstance(event.get("ts"), str) and isinstance(event.get("channel"), str)):
+            if (
+                isinstance(event, dict)
+                and event.get("type") in ("message", "app_mention")
+                and not (isinstance(event.get("ts"), str) and isinstance(event.get("channel"), str))
+            ):
                 return "the message event has no ts or channel"
             return None
         form = parse_qs(body.decode("utf-8"), strict_parsing=bool(body), max_num_fields=100)

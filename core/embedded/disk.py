@@ -1,13 +1,14 @@
 """Files on disk that survive a crash: written once under a temporary name and renamed, directories
 synced, and the build lock that keeps two builders of one index folder apart."""
+
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..errors import IndexProblem
 
@@ -56,8 +57,10 @@ class BuildLock:
             root.mkdir(parents=True, exist_ok=True)
             self.handle = open(root / ".build.lock", "a+")
         except PermissionError:
-            raise IndexProblem(f"Cannot write to the index folder {root} (permission denied): run as a user who "
-                               "may write there, or give --index another folder.") from None
+            raise IndexProblem(
+                f"Cannot write to the index folder {root} (permission denied): run as a user who "
+                "may write there, or give --index another folder."
+            ) from None
         except OSError as exc:
             raise IndexProblem(f"Cannot use {root} as an index folder ({exc.strerror}).") from None
         try:
@@ -71,7 +74,7 @@ class BuildLock:
         self.handle.write(f"process {os.getpid()}")
         self.handle.flush()
 
-    def __enter__(self) -> "BuildLock":
+    def __enter__(self) -> BuildLock:
         return self
 
     def __exit__(self, *exc) -> None:

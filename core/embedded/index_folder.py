@@ -11,6 +11,7 @@ index/
 A build writes a complete snapshot under a temporary name, renames it, then swaps ACTIVE. A build
 that fails or is killed never touches ACTIVE, so the previous snapshot stays in service.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,17 +19,18 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
 from ..documents import read_recorded, recorded_path
 from ..errors import IndexProblem
+from ..ranking import bm25_file
+from ..ranking.bm25 import lexical_index
 from ..records import Document, Page
-from ..search import lexical_index
+from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
 from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
 
 FORMAT = 1
@@ -58,7 +60,7 @@ class IndexStore:
         write_once(self.page_image_path(content_hash), jpeg)
 
     # --- building ------------------------------------------------------------------------------
-    def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> "BuildLock":
+    def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> BuildLock:
         """Block until this process holds the index's build lock (other processes included);
         `on_wait(holder)` is called first when another build holds it."""
         self.check_folder()
@@ -67,16 +69,21 @@ class IndexStore:
     def check_folder(self) -> None:
         """IndexProblem when the index path cannot be an index folder."""
         if self.root.exists() and not self.root.is_dir():
-            raise IndexProblem(f"{self.root} is a file, not an index folder: give --index (or PIXELRAG_INDEX_DIR) "
-                               "a folder, or move the file away.")
+            raise IndexProblem(
+                f"{self.root} is a file, not an index folder: give --index (or PIXELRAG_INDEX_DIR) "
+                "a folder, or move the file away."
+            )
 
     def write_snapshot(
         self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
     ) -> str:
         """Write a complete snapshot and return its name; it is not active until publish()."""
         now = time.time()  # names sort as they were built (newest_intact relies on it), two in a second too
-        name = time.strftime("%Y%m%d-%H%M%S-", time.localtime(now)) + f"{int(now * 1e6) % 1_000_000:06d}-" + \
-            uuid.uuid4().hex[:4]
+        name = (
+            time.strftime("%Y%m%d-%H%M%S-", time.localtime(now))
+            + f"{int(now * 1e6) % 1_000_000:06d}-"
+            + uuid.uuid4().hex[:4]
+        )
         tmp = self.root / "snapshots" / f".tmp-{name}"
         tmp.mkdir(parents=True)
         try:
@@ -87,17 +94,28 @@ class IndexStore:
         os.rename(tmp, self.root / "snapshots" / name)
         return name
 
-    def _write_snapshot_files(self, tmp: Path, name: str, built_with: dict, documents: list[Document],
-                              pages: list[Page], page_vectors: list[np.ndarray]) -> None:
+    def _write_snapshot_files(
+        self,
+        tmp: Path,
+        name: str,
+        built_with: dict,
+        documents: list[Document],
+        pages: list[Page],
+        page_vectors: list[np.ndarray],
+    ) -> None:
         dim = int(built_with["dim"])
         rows = [np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in page_vectors]
         vectors = np.concatenate(rows) if rows else np.zeros((0, dim), np.float32)
-        row_page = np.concatenate([np.full(len(r), i, np.int32) for i, r in enumerate(rows)]) if rows else np.zeros(0, np.int32)
+        row_page = (
+            np.concatenate([np.full(len(r), i, np.int32) for i, r in enumerate(rows)])
+            if rows
+            else np.zeros(0, np.int32)
+        )
         np.save(tmp / "vectors.npy", vectors)
         np.save(tmp / "row_page.npy", row_page)
         write_words(tmp, pages)
         # BM25 is built once here, not each time a process opens the snapshot.
-        lexical_index(documents, pages).save(tmp / LEXICAL_FILE)
+        bm25_file.save(lexical_index(documents, pages), tmp / LEXICAL_FILE)
         manifest = {
             "format": FORMAT,
             "name": name,
@@ -105,8 +123,13 @@ class IndexStore:
             "built_with": built_with,
             "documents": [asdict(d) for d in documents],
             "pages": [
-                {"doc_id": p.doc_id, "page": p.page, "content_hash": p.content_hash, "width_pt": p.width_pt,
-                 "height_pt": p.height_pt}
+                {
+                    "doc_id": p.doc_id,
+                    "page": p.page,
+                    "content_hash": p.content_hash,
+                    "width_pt": p.width_pt,
+                    "height_pt": p.height_pt,
+                }
                 for p in pages
             ],
             "vectors": {"rows": int(vectors.shape[0]), "dim": dim},
@@ -187,7 +210,9 @@ class IndexStore:
             target = self.root / "recovered" / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             documents = read_recorded(recorded_path(path)) or self._listed_as(path.stem)
-            write_replacing(recorded_path(target), json.dumps([asdict(d) for d in documents], ensure_ascii=False).encode())
+            write_replacing(
+                recorded_path(target), json.dumps([asdict(d) for d in documents], ensure_ascii=False).encode()
+            )
             os.replace(path, target)
             recorded_path(path).unlink(missing_ok=True)
             moved.append((target, documents))
@@ -224,8 +249,10 @@ class IndexStore:
             return None
         name = pointer.read_bytes().strip()
         if not name.isascii() or not name.decode().replace("-", "").isalnum():  # we write a snapshot's name
-            raise IndexProblem(f"Index {self.root}: its ACTIVE pointer is damaged; `pixelrag repair --index "
-                               f"{self.root}` makes the newest intact snapshot active.")
+            raise IndexProblem(
+                f"Index {self.root}: its ACTIVE pointer is damaged; `pixelrag repair --index "
+                f"{self.root}` makes the newest intact snapshot active."
+            )
         return name.decode()
 
     def catalog(self) -> Catalog | None:
@@ -233,8 +260,9 @@ class IndexStore:
         if name is None:
             return None
         manifest = self._read_manifest(name)
-        return Catalog(name, manifest["built_with"], [Document(**d) for d in manifest["documents"]],
-                       len(manifest["pages"]))
+        return Catalog(
+            name, manifest["built_with"], [Document(**d) for d in manifest["documents"]], len(manifest["pages"])
+        )
 
     def _read_manifest(self, name: str) -> dict:
         path = self.root / "snapshots" / name / "manifest.json"
@@ -272,11 +300,28 @@ class IndexStore:
                 words = read_words(folder)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} is damaged ({exc}); rebuild the index.") from None
-        pages = [Page(p["doc_id"], p["page"], p["content_hash"], p["width_pt"], p["height_pt"],
-                      tuple(word_from_row(r) for r in ws)) for p, ws in zip(manifest["pages"], words)]
+        pages = [
+            Page(
+                p["doc_id"],
+                p["page"],
+                p["content_hash"],
+                p["width_pt"],
+                p["height_pt"],
+                tuple(word_from_row(r) for r in ws),
+            )
+            for p, ws in zip(manifest["pages"], words)
+        ]
         self._verify(manifest, documents, pages, len(words), vectors, row_page, hash_sources=not serving)
-        return Snapshot(name, manifest["built_with"], documents, pages, np.asarray(vectors), row_page,
-                        folder / WORDS_FILE if serving else None, offsets)
+        return Snapshot(
+            name,
+            manifest["built_with"],
+            documents,
+            pages,
+            np.asarray(vectors),
+            row_page,
+            folder / WORDS_FILE if serving else None,
+            offsets,
+        )
 
     def lexical_path(self, name: str) -> Path:
         return self.root / "snapshots" / name / LEXICAL_FILE
@@ -301,7 +346,9 @@ class IndexStore:
                 problems.append(f"page image of {p.doc_id} p. {p.page} is missing")
         for d in documents:
             if sorted(by_doc.get(d.doc_id, [])) != list(range(1, d.page_count + 1)):
-                problems.append(f"{d.title}: pages {sorted(by_doc.get(d.doc_id, []))[:5]}… do not match its {d.page_count} pages")
+                problems.append(
+                    f"{d.title}: pages {sorted(by_doc.get(d.doc_id, []))[:5]}… do not match its {d.page_count} pages"
+                )
             source = self.source_path(d.sha256)
             if not source.is_file():
                 problems.append(f"{d.title}: source PDF is missing")
@@ -311,4 +358,6 @@ class IndexStore:
         if unknown:
             problems.append(f"pages belong to unknown documents {sorted(unknown)}")
         if problems:
-            raise IndexProblem(f"Index {self.root} (snapshot {manifest['name']}) failed its checks: " + "; ".join(problems[:8]))
+            raise IndexProblem(
+                f"Index {self.root} (snapshot {manifest['name']}) failed its checks: " + "; ".join(problems[:8])
+            )

@@ -1,21 +1,22 @@
 """A build over the embedded store (IndexBuild in core/ports.py): it starts from the active snapshot,
 or from what recovery finds when that is damaged; reuses unchanged pages from it; and writes and
 publishes a whole new snapshot, under the index folder's file lock."""
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import functools
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..errors import IndexProblem
 from ..records import Document, Page
+from .index_folder import IndexStore
 from .recovery import recover
 from .snapshot_format import Snapshot
-from .index_folder import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,12 @@ class EmbeddedBuild:
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)
 
-    async def publish(self, built_with: dict, removed: set[str],
-                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+    async def publish(
+        self,
+        built_with: dict,
+        removed: set[str],
+        added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]],
+    ) -> tuple[str, int]:
         documents, pages, vectors = [], [], []
         if self.previous:
             rows = self._rows
@@ -71,8 +76,12 @@ class EmbeddedBuild:
 
 
 @contextlib.asynccontextmanager
-async def embedded_build(store: IndexStore, active_snapshot: Callable[[], Snapshot | None],
-                         on_wait: Callable[[str], None], warnings: list[str]):
+async def embedded_build(
+    store: IndexStore,
+    active_snapshot: Callable[[], Snapshot | None],
+    on_wait: Callable[[str], None],
+    warnings: list[str],
+):
     """The folder's build lock held (one build at a time per index folder), then the build."""
     with await asyncio.to_thread(store.lock, on_wait):
         try:

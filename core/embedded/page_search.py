@@ -1,14 +1,18 @@
 """One question's search in an index folder's snapshot (the PageSearch port; its twin is
 postgres/page_search.py): every visible page is scored, the vectors in memory."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from ..ranking.bm25 import LexicalIndex
+from ..ranking.dense import dense_page_scores
+from ..ranking.fusion import fuse_scores
+from ..ranking.gaps import fill_gaps
 from ..records import Document, Hit, ReaderPage
-from ..search import LexicalIndex, dense_page_scores, fill_gaps, fuse_scores
 from .index_folder import IndexStore
 from .snapshot_format import Snapshot
 
@@ -21,7 +25,9 @@ class EmbeddedSearch:
         self.built_with = snap.built_with
         self.allowed = np.isin(snap.page_docs, list(documents))
 
-    async def rank(self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None) -> list[Hit]:
+    async def rank(
+        self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None
+    ) -> list[Hit]:
         # CPU work that grows with the index: off the loop.
         return await asyncio.to_thread(self._rank, text, vector, k, lexical, answered)
 
@@ -29,21 +35,34 @@ class EmbeddedSearch:
         snap = self.snap
         dense = dense_page_scores(snap.vectors, snap.row_page, len(snap.pages), vector)
         if lexical:
-            ranked = fuse_scores(dense, self.lexical.scores(text), self.allowed, k,
-                                 self.lexical.coverage(text, self.allowed))
+            ranked = fuse_scores(
+                dense, self.lexical.scores(text), self.allowed, k, self.lexical.coverage(text, self.allowed)
+            )
         else:
             ranked = fuse_scores(dense, None, self.allowed, k)
-        ranked = fill_gaps([(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
-                           lambda key: key in snap.index_of, answered)
+        ranked = fill_gaps(
+            [(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
+            lambda key: key in snap.index_of,
+            answered,
+        )
         pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in ranked]
-        return [Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
-                for p, (_, _, score) in zip(pages, ranked)]
+        return [
+            Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
+            for p, (_, _, score) in zip(pages, ranked)
+        ]
 
     async def absent_words(self, question: str) -> list[str]:
         return await asyncio.to_thread(self.lexical.absent_words, question, self.allowed)
 
     async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
         def read() -> list[ReaderPage]:
-            return [ReaderPage(h, self.snap.page(self.snap.index_of[(h.doc_id, h.page)]),
-                               self.store.page_image_path(h.content_hash).read_bytes()) for h in hits]
+            return [
+                ReaderPage(
+                    h,
+                    self.snap.page(self.snap.index_of[(h.doc_id, h.page)]),
+                    self.store.page_image_path(h.content_hash).read_bytes(),
+                )
+                for h in hits
+            ]
+
         return await asyncio.to_thread(read)

@@ -1,19 +1,21 @@
 """The page index in an index folder (the PageStore port; its twin is postgres/pages.py): the active
 snapshot, opened once with its BM25 index and shared by answering and indexing; each question
 searches it through an EmbeddedSearch (page_search.py), each build writes through page_builds.py."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import IndexProblem
+from ..ranking import bm25_file
+from ..ranking.bm25 import LexicalIndex, lexical_index
 from ..records import SHARED_SCOPE, Document
-from ..search import LexicalIndex, lexical_index
+from .index_folder import IndexStore
 from .page_builds import embedded_build
 from .page_search import EmbeddedSearch
 from .snapshot_format import Snapshot
-from .index_folder import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ class EmbeddedPages:
         path = self.store.lexical_path(snap.name)
         if path.is_file():
             try:
-                lexical = LexicalIndex.load(path)
+                lexical = bm25_file.load(path)
                 if lexical.n == len(snap.pages):
                     return lexical
                 log.warning("%s holds %d pages, its snapshot %d; rebuilding it", path, lexical.n, len(snap.pages))
@@ -108,9 +110,13 @@ class EmbeddedPages:
     async def status(self, scope: str | None = None) -> dict:
         catalog = self.store.catalog()
         documents = (self.visible_documents(scope) if scope else catalog.documents) if catalog else []
-        return {**({} if scope else {"index_dir": str(self.store.root)}),
-                "snapshot": catalog.name if catalog else None, "built_with": catalog.built_with if catalog else None,
-                "documents": len(documents), "pages": sum(d.page_count for d in documents)}
+        return {
+            **({} if scope else {"index_dir": str(self.store.root)}),
+            "snapshot": catalog.name if catalog else None,
+            "built_with": catalog.built_with if catalog else None,
+            "documents": len(documents),
+            "pages": sum(d.page_count for d in documents),
+        }
 
     async def all_documents(self) -> list[Document]:
         catalog = self.store.catalog()

@@ -1,13 +1,14 @@
 """Building over a damaged index: what to build on, and which documents to rebuild from their stored
 PDFs, so that a build never loses documents it was not asked to touch."""
+
 from __future__ import annotations
 
 import hashlib
 
 from ..documents import Source
 from ..errors import IndexProblem
-from .snapshot_format import Snapshot
 from .index_folder import IndexStore
+from .snapshot_format import Snapshot
 
 
 def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
@@ -30,7 +31,8 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
                 f"The index's active snapshot is damaged ({problem}) and {len(orphans)} stored PDF(s) belong "
                 f"to no intact snapshot, so building now could lose them. Nothing was changed. Run "
                 f"`pixelrag repair --index {store.root}`: it makes the newest intact snapshot active and "
-                "moves those PDFs where you can index them again.")
+                "moves those PDFs where you can index them again."
+            )
         return previous, []
     have = {d.doc_id for d in previous.documents} if previous else set()
     recovered = []
@@ -40,8 +42,9 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
         path = store.source_path(doc.sha256)
         data = path.read_bytes() if path.is_file() else b""
         if hashlib.sha256(data).hexdigest() != doc.sha256:
-            warnings.append(f"{doc.title} could not be recovered: its stored PDF is missing or damaged. "
-                            "Index it again.")
+            warnings.append(
+                f"{doc.title} could not be recovered: its stored PDF is missing or damaged. Index it again."
+            )
             continue
         recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
         warnings.append(f"{doc.title} was rebuilt from its stored PDF.")

@@ -1,5 +1,6 @@
 """What a published snapshot holds in memory (Snapshot), what its manifest alone says (Catalog), and
 how a page's words are written to and read from pages.jsonl."""
+
 from __future__ import annotations
 
 import functools
@@ -19,6 +20,7 @@ OFFSETS_FILE = "pages.offsets.npy"  # where each page's line starts
 @dataclass(frozen=True)
 class Catalog:
     """What the active snapshot holds, read from its manifest alone: cheap, unverified, for listings."""
+
     name: str
     built_with: dict
     documents: list[Document]
@@ -29,6 +31,7 @@ class Catalog:
 class Snapshot:
     """A published index. Opened for serving, its pages come without their words, which are read
     from pages.jsonl when a page is needed (`page(i)`): a question needs a few pages, not all."""
+
     name: str
     built_with: dict  # backend, model, dim
     documents: list[Document]
@@ -49,17 +52,21 @@ class Snapshot:
             return replace(self.pages[i], words=tuple(word_from_row(r) for r in row["words"]))
         except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
             page = self.pages[i]
-            raise IndexProblem(f"Snapshot {self.name}: the words of page {page.page} of document {page.doc_id} are "
-                               f"damaged ({type(exc).__name__}); `pixelrag index` rebuilds it from the stored "
-                               "PDFs.") from None
+            raise IndexProblem(
+                f"Snapshot {self.name}: the words of page {page.page} of document {page.doc_id} are "
+                f"damaged ({type(exc).__name__}); `pixelrag index` rebuilds it from the stored "
+                "PDFs."
+            ) from None
 
-    def with_words(self) -> "Snapshot":
+    def with_words(self) -> Snapshot:
         """This snapshot with every page's words in memory (what a build starts from)."""
         if self.words_file is None:
             return self
         with open(self.words_file, encoding="utf-8") as lines:
-            pages = [replace(p, words=tuple(word_from_row(r) for r in json.loads(line)["words"]))
-                     for p, line in zip(self.pages, lines)]
+            pages = [
+                replace(p, words=tuple(word_from_row(r) for r in json.loads(line)["words"]))
+                for p, line in zip(self.pages, lines)
+            ]
         return replace(self, pages=pages, words_file=None, word_offsets=None)
 
     # Per-page lookups a question needs, computed once per snapshot rather than once per question.
@@ -77,7 +84,7 @@ class Snapshot:
         order = np.argsort(self.row_page, kind="stable")
         bounds = np.searchsorted(self.row_page[order], np.arange(len(self.pages) + 1))
         for i, page in enumerate(self.pages):
-            out[page.content_hash] = self.vectors[order[bounds[i]:bounds[i + 1]]]
+            out[page.content_hash] = self.vectors[order[bounds[i] : bounds[i + 1]]]
         return out
 
 

@@ -9,6 +9,7 @@ Deliveries are claimed, not just seen: a claim is finished when the answer is ou
 mid-answer leaves its claim unfinished, and the platform's redelivery is answered by the next
 process (or, after the lease, by anyone): once, not never.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -66,7 +67,7 @@ class ThreadStore:
         self._closed = False
         self._opening = asyncio.Lock()  # two first deliveries at once must not both migrate
 
-    async def open(self) -> "ThreadStore":
+    async def open(self) -> ThreadStore:
         if self._closed:
             raise RuntimeError("the thread store is closed")  # a late task must not leave a connection open
         async with self._opening:
@@ -75,8 +76,9 @@ class ThreadStore:
                 db = await aiosqlite.connect(self.path)
                 try:
                     await migrate(db)
-                    await db.execute("DELETE FROM events WHERE done = 1 AND created < ?",
-                                     (time.time() - KEEP_EVENTS_S,))
+                    await db.execute(
+                        "DELETE FROM events WHERE done = 1 AND created < ?", (time.time() - KEEP_EVENTS_S,)
+                    )
                     await db.commit()
                 except BaseException:
                     await db.close()
@@ -101,8 +103,16 @@ class ThreadStore:
         cursor = await db.execute(
             "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, retrieved,"
             " created, pending_reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*key, exchange.question, exchange.interpreted, exchange.answer, json.dumps(exchange.cited),
-             json.dumps(exchange.retrieved), time.time(), None if pending_reply is None else json.dumps(pending_reply)),
+            (
+                *key,
+                exchange.question,
+                exchange.interpreted,
+                exchange.answer,
+                json.dumps(exchange.cited),
+                json.dumps(exchange.retrieved),
+                time.time(),
+                None if pending_reply is None else json.dumps(pending_reply),
+            ),
         )
         await db.commit()
         return cursor.lastrowid
@@ -118,9 +128,11 @@ class ThreadStore:
         async with db.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)) as cursor:
             if await cursor.fetchone() is None:
                 return False
-        await db.execute("INSERT INTO feedback (turn_id, user, rating, created) VALUES (?, ?, ?, ?)"
-                         " ON CONFLICT (turn_id, user) DO UPDATE SET rating = excluded.rating, created = excluded.created",
-                         (turn_id, user, rating, time.time()))
+        await db.execute(
+            "INSERT INTO feedback (turn_id, user, rating, created) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (turn_id, user) DO UPDATE SET rating = excluded.rating, created = excluded.created",
+            (turn_id, user, rating, time.time()),
+        )
         await db.commit()
         return True
 
@@ -130,7 +142,9 @@ class ThreadStore:
         async with db.execute(
             "SELECT t.id, t.platform, t.workspace, t.question, t.interpreted, t.answer, t.retrieved, t.cited,"
             " f.user, f.created FROM feedback f JOIN turns t ON t.id = f.turn_id WHERE f.rating = ?"
-            " ORDER BY f.created", (rating,)) as cursor:
+            " ORDER BY f.created",
+            (rating,),
+        ) as cursor:
             rows = await cursor.fetchall()
         return [Rated(r[0], r[1], r[2], r[3], r[4], r[5], _pages(r[6]), _pages(r[7]), r[8], r[9]) for r in rows]
 
@@ -144,7 +158,9 @@ class ThreadStore:
         db = await self._conn()
         async with db.execute(
             "SELECT id, question, pending_reply FROM turns WHERE platform=? AND workspace=? AND channel=? AND thread=?"
-            " ORDER BY id DESC LIMIT 1", key) as cursor:
+            " ORDER BY id DESC LIMIT 1",
+            key,
+        ) as cursor:
             row = await cursor.fetchone()
         if row is None or row[2] is None or row[1] != question:
             return None
@@ -159,9 +175,7 @@ class ThreadStore:
             (*key, limit),
         ) as cursor:
             rows = await cursor.fetchall()
-        return tuple(
-            Exchange(q, a, i, tuple(tuple(c) for c in json.loads(cited))) for q, i, a, cited in reversed(rows)
-        )
+        return tuple(Exchange(q, a, i, tuple(tuple(c) for c in json.loads(cited))) for q, i, a, cited in reversed(rows))
 
     async def knows_thread(self, key: ThreadKey) -> bool:
         return bool(await self.history(key, limit=1))
@@ -171,12 +185,16 @@ class ThreadStore:
         claim was never finished (its process died, or its lease ran out)."""
         db = await self._conn()
         now = time.time()
-        cursor = await db.execute("INSERT OR IGNORE INTO events (event_id, created, done, owner) VALUES (?, ?, 0, ?)",
-                                  (event_id, now, self.owner))
+        cursor = await db.execute(
+            "INSERT OR IGNORE INTO events (event_id, created, done, owner) VALUES (?, ?, 0, ?)",
+            (event_id, now, self.owner),
+        )
         if cursor.rowcount != 1:
             cursor = await db.execute(
                 "UPDATE events SET created = ?, owner = ? WHERE event_id = ? AND done = 0"
-                " AND (owner != ? OR created < ?)", (now, self.owner, event_id, self.owner, now - self.lease_s))
+                " AND (owner != ? OR created < ?)",
+                (now, self.owner, event_id, self.owner, now - self.lease_s),
+            )
         await db.commit()
         return cursor.rowcount == 1
 
@@ -208,8 +226,10 @@ async def migrate(db: aiosqlite.Connection) -> None:
         (version,) = await cursor.fetchone()
     # Databases from before versioning are version 0 with the first schema: its CREATEs are idempotent.
     if version > len(MIGRATIONS):
-        raise IndexProblem(f"The thread database was written by a newer pixelrag (schema {version}, this one knows "
-                           f"{len(MIGRATIONS)}); upgrade pixelrag.")
+        raise IndexProblem(
+            f"The thread database was written by a newer pixelrag (schema {version}, this one knows "
+            f"{len(MIGRATIONS)}); upgrade pixelrag."
+        )
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         for statement in (s.strip() for s in script.split(";")):
             if statement:

@@ -3,6 +3,7 @@
 Migrations run in one transaction under an advisory lock, so replicas starting together apply each
 one once; a database written by a newer pixelrag is refused rather than misread.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -103,8 +104,9 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         import psycopg
         from psycopg_pool import AsyncConnectionPool
     except ImportError as exc:
-        raise BadInput("PIXELRAG_DATABASE_URL is set but psycopg is not installed: "
-                       "pip install 'pixelrag-docbot[postgres]'.") from exc
+        raise BadInput(
+            "PIXELRAG_DATABASE_URL is set but psycopg is not installed: pip install 'pixelrag-docbot[postgres]'."
+        ) from exc
     try:  # one direct attempt first: a pool would retry quietly, and its error hides the server's reason
         probe = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
         await probe.close()
@@ -113,9 +115,17 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
     # `check`: a pooled connection the server has closed (a restart, a failover) is replaced when it is
     # next handed out, instead of failing the question that gets it. A new one is waited for up to
     # WAIT_S: a restart of a few seconds costs the questions asked meanwhile that long, not an error.
-    pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True},
-                               configure=configure, check=AsyncConnectionPool.check_connection,
-                               timeout=WAIT_S, name="pixelrag")
+    pool = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        kwargs={"autocommit": True},
+        configure=configure,
+        check=AsyncConnectionPool.check_connection,
+        timeout=WAIT_S,
+        name="pixelrag",
+    )
     try:
         await pool.open(wait=True, timeout=30)
         await migrate(pool)
@@ -136,8 +146,10 @@ async def connected(pool, wait_s: float | None = None):
         async with pool.connection(timeout=wait_s) as conn:
             yield conn
     except (psycopg.OperationalError, PoolTimeout) as exc:
-        raise DatabaseUnavailable(f"The document index is unavailable right now: its database does not answer "
-                                  f"({_first_line(exc)}). Try again in a minute.") from exc
+        raise DatabaseUnavailable(
+            f"The document index is unavailable right now: its database does not answer "
+            f"({_first_line(exc)}). Try again in a minute."
+        ) from exc
 
 
 async def migrate(pool) -> None:
@@ -148,8 +160,10 @@ async def migrate(pool) -> None:
             row = await (await conn.execute("SELECT max(version) FROM pixelrag_schema")).fetchone()
             version = row[0] or 0
             if version > len(MIGRATIONS):
-                raise IndexProblem(f"The database was written by a newer pixelrag (schema {version}, this one knows "
-                                   f"{len(MIGRATIONS)}); upgrade pixelrag.")
+                raise IndexProblem(
+                    f"The database was written by a newer pixelrag (schema {version}, this one knows "
+                    f"{len(MIGRATIONS)}); upgrade pixelrag."
+                )
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 await conn.execute(script)
                 await conn.execute("INSERT INTO pixelrag_schema (version) VALUES (%s)", (number,))

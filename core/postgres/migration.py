@@ -2,22 +2,22 @@
 same vectors, words, page images and source PDFs, nothing embedded again), and the bots' SQLite
 thread memory with it (turns, pending replies, ratings; delivery claims are short-lived and stay).
 Both can be run again: documents already in the database are replaced, turns already copied skipped."""
+
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..config import Settings
-from ..errors import BadInput
-from ..indexing import build_key
-from .database import open_pool
-from .pages import PostgresPages
-from ..records import IndexReport
 from ..embedded.index_folder import IndexStore
 from ..embedded.threads import ThreadStore
+from ..errors import BadInput
+from ..indexing import build_key
+from ..records import IndexReport
+from .database import open_pool
+from .pages import PostgresPages
 
 
 async def migrate_index(settings: Settings, url: str) -> IndexReport:
@@ -30,8 +30,10 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
         keys = [build_key(d.scope, d.source) for d in snap.documents]
         async with target.building(keys, lambda holder: None, []) as build:
             if build.built_with not in (None, snap.built_with) and build.pages_total:
-                raise BadInput(f"The database holds an index built with {build.built_with}; this one was built "
-                               f"with {snap.built_with}. Migrate into an empty database.")
+                raise BadInput(
+                    f"The database holds an index built with {build.built_with}; this one was built "
+                    f"with {snap.built_with}. Migrate into an empty database."
+                )
             rows = snap.page_rows()
             by_doc: dict[str, list] = {}
             for page in snap.pages:
@@ -41,7 +43,9 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
                 await build.save_source(doc, store.source_path(doc.sha256).read_bytes())
                 pages = by_doc.get(doc.doc_id, [])
                 for page in pages:
-                    await build.save_page_image(page.content_hash, store.page_image_path(page.content_hash).read_bytes())
+                    await build.save_page_image(
+                        page.content_hash, store.page_image_path(page.content_hash).read_bytes()
+                    )
                 added.append((doc, pages, [rows[p.content_hash] for p in pages]))
             name, total = await build.publish(snap.built_with, set(), added)
         return IndexReport(tuple(snap.documents), total, 0, len(snap.pages), name)
@@ -57,27 +61,36 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
         for path in paths:
             await (await ThreadStore(path).open()).close()  # its schema brought up to date first
             with sqlite3.connect(path) as db:
-                turns = db.execute("SELECT id, platform, workspace, channel, thread, question, interpreted, answer, "
-                                   "cited, retrieved, pending_reply, created FROM turns ORDER BY id").fetchall()
+                turns = db.execute(
+                    "SELECT id, platform, workspace, channel, thread, question, interpreted, answer, "
+                    "cited, retrieved, pending_reply, created FROM turns ORDER BY id"
+                ).fetchall()
                 ratings = db.execute("SELECT turn_id, user, rating, created FROM feedback").fetchall()
             async with pool.connection() as conn:
                 async with conn.transaction():
                     new_ids = {}
                     for t in turns:
-                        row = await (await conn.execute(
-                            "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, interpreted,"
-                            " answer, cited, retrieved, pending_reply, created) SELECT %s, %s, %s, %s, %s, %s, %s,"
-                            " %s::jsonb, %s::jsonb, %s::jsonb, to_timestamp(%s) WHERE NOT EXISTS (SELECT 1 FROM"
-                            " pixelrag_turns WHERE platform = %s AND workspace = %s AND channel = %s AND thread = %s"
-                            " AND question = %s AND created = to_timestamp(%s)) RETURNING id",
-                            (*t[1:9], t[9], t[10], t[11], *t[1:6], t[11]))).fetchone()
+                        row = await (
+                            await conn.execute(
+                                "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, "
+                                "interpreted,"
+                                " answer, cited, retrieved, pending_reply, created) SELECT %s, %s, %s, %s, %s, %s, %s,"
+                                " %s::jsonb, %s::jsonb, %s::jsonb, to_timestamp(%s) WHERE NOT EXISTS (SELECT 1 FROM"
+                                " pixelrag_turns WHERE platform = %s AND workspace = %s AND channel = %s AND thread "
+                                "= %s"
+                                " AND question = %s AND created = to_timestamp(%s)) RETURNING id",
+                                (*t[1:9], t[9], t[10], t[11], *t[1:6], t[11]),
+                            )
+                        ).fetchone()
                         if row:
                             new_ids[t[0]] = row[0]
                     for turn_id, user, rating, created in ratings:
                         if turn_id in new_ids:
                             await conn.execute(
                                 'INSERT INTO pixelrag_feedback (turn_id, "user", rating, created)'
-                                " VALUES (%s, %s, %s, to_timestamp(%s))", (new_ids[turn_id], user, rating, created))
+                                " VALUES (%s, %s, %s, to_timestamp(%s))",
+                                (new_ids[turn_id], user, rating, created),
+                            )
             copied += len(new_ids)
     finally:
         await pool.close()

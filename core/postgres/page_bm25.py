@@ -11,24 +11,24 @@ the query; else one more term is read. A query of common words only still reads 
 The search may also stop once the best page and the coverage are certain, with a bound on what the
 pages left out may score: page_search.py then checks that none of them could enter the fused top k.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
 
-from ..search import bm25_term, idf, query_terms, term_weights
-
+from ..ranking.bm25 import bm25_term, idf, query_terms, term_weights
 
 MAYBE_LIMIT = 2000  # pages to look the unread terms up on, at most, before reading one more instead
 COMMON = 10  # a term on more than this many times `count` visible pages is not read first
-POSTINGS = ("SELECT term, page_id, tf, lexical_length FROM pixelrag_terms "
-            "WHERE term = ANY(%s) AND scope = ANY(%s)")
+POSTINGS = "SELECT term, page_id, tf, lexical_length FROM pixelrag_terms WHERE term = ANY(%s) AND scope = ANY(%s)"
 
 
 class QueryBm25:
     """One query's terms, their idf and bounds (read once), and its BM25 over the visible pages."""
 
-    def __init__(self, conn, scopes: list[str], text: str, stats: dict, n_pages: int, avg_length: float,
-                 visible_share: float):
+    def __init__(
+        self, conn, scopes: list[str], text: str, stats: dict, n_pages: int, avg_length: float, visible_share: float
+    ):
         self.conn, self.scopes = conn, scopes
         self.avg = max(avg_length, 1e-6)
         self.visible_share = visible_share
@@ -39,12 +39,19 @@ class QueryBm25:
         self.bound = {t: self.part(t, stats[t][1], stats[t][2]) for t in self.df}
 
     @classmethod
-    async def open(cls, conn, text: str, scopes: list[str], n_pages: int, avg_length: float,
-                   visible_share: float) -> "QueryBm25":
+    async def open(
+        cls, conn, text: str, scopes: list[str], n_pages: int, avg_length: float, visible_share: float
+    ) -> QueryBm25:
         terms = sorted(query_terms(text))
-        rows = await (await conn.execute(
-            "SELECT term, pages, max_tf, min_length FROM pixelrag_term_pages WHERE term = ANY(%s)",
-            (terms,))).fetchall() if terms else []
+        rows = (
+            await (
+                await conn.execute(
+                    "SELECT term, pages, max_tf, min_length FROM pixelrag_term_pages WHERE term = ANY(%s)", (terms,)
+                )
+            ).fetchall()
+            if terms
+            else []
+        )
         return cls(conn, scopes, text, {r[0]: r[1:] for r in rows}, n_pages, avg_length, visible_share)
 
     def part(self, term: str, tf: float, length: float) -> float:
@@ -53,7 +60,9 @@ class QueryBm25:
     async def _read(self, sql: str, terms: list[str], *params) -> dict[int, dict[str, float]]:
         found: dict[int, dict[str, float]] = defaultdict(dict)
         if terms:
-            for term, page_id, tf, length in await (await self.conn.execute(sql, (terms, self.scopes, *params))).fetchall():
+            for term, page_id, tf, length in await (
+                await self.conn.execute(sql, (terms, self.scopes, *params))
+            ).fetchall():
                 found[page_id][term] = self.part(term, tf, length)
         return found
 

@@ -1,28 +1,29 @@
 """A build over the PostgreSQL page index (IndexBuild in core/ports.py): reuse of published pages
 by their pixels, and one transaction that replaces documents' rows (pages, words, BM25 postings and
 term counts, vectors) so that readers see a document's old pages or its new ones, never a mix."""
+
 from __future__ import annotations
 
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Sequence
 
 import numpy as np
 
-from ..errors import IndexProblem
-from ..records import Document, Page
-from ..search import page_terms
 from ..embedded.snapshot_format import word_row
+from ..errors import IndexProblem
+from ..ranking.bm25 import page_terms
+from ..records import Document, Page
 from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
-
 
 PLAIN_BYTES = 7000  # a vector this size or smaller is kept in its row (a row must fit an 8 kB page)
 
 
 class PostgresBuild:
     """IndexBuild over the database (see the module docstring)."""
+
     damaged = False
     recovered: list = []
 
@@ -30,7 +31,7 @@ class PostgresBuild:
         self.pages = pages
 
     @classmethod
-    async def start(cls, pages) -> "PostgresBuild":
+    async def start(cls, pages) -> PostgresBuild:
         build = cls(pages)
         async with await pages.connection() as conn:
             row = await (await conn.execute("SELECT built_with, pages, version FROM pixelrag_index")).fetchone()
@@ -41,49 +42,78 @@ class PostgresBuild:
 
     async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
         async with await self.pages.connection() as conn:
-            rows = await (await conn.execute(
-                "SELECT DISTINCT ON (content_hash) content_hash, id, doc_id, page, content_hash, width_pt, height_pt, "
-                "words FROM pixelrag_pages WHERE content_hash = ANY(%s) ORDER BY content_hash, id",
-                (list(content_hashes),))).fetchall()
+            rows = await (
+                await conn.execute(
+                    "SELECT DISTINCT ON (content_hash) content_hash, id, doc_id, page, content_hash, width_pt, "
+                    "height_pt, "
+                    "words FROM pixelrag_pages WHERE content_hash = ANY(%s) ORDER BY content_hash, id",
+                    (list(content_hashes),),
+                )
+            ).fetchall()
             if not rows:
                 return {}
             vectors: dict[int, list[np.ndarray]] = {}
-            for page_id, embedding in await (await conn.execute(
+            for page_id, embedding in await (
+                await conn.execute(
                     "SELECT page_id, embedding::text FROM pixelrag_vectors WHERE page_id = ANY(%s) ORDER BY page_id",
-                    ([r[1] for r in rows],))).fetchall():
+                    ([r[1] for r in rows],),
+                )
+            ).fetchall():
                 vectors.setdefault(page_id, []).append(np.array(json.loads(embedding), dtype=np.float32))
         return {r[0]: (page_from_row(r[2:]), np.vstack(vectors[r[1]])) for r in rows if r[1] in vectors}
 
     async def save_source(self, document: Document, data: bytes) -> None:
         async with await self.pages.connection() as conn:  # the documents table says what it was indexed as
-            await conn.execute("INSERT INTO pixelrag_sources (sha256, pdf) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                               (document.sha256, data))
+            await conn.execute(
+                "INSERT INTO pixelrag_sources (sha256, pdf) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (document.sha256, data),
+            )
 
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         async with await self.pages.connection() as conn:
-            await conn.execute("INSERT INTO pixelrag_images (content_hash, jpeg) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                               (content_hash, jpeg))
+            await conn.execute(
+                "INSERT INTO pixelrag_images (content_hash, jpeg) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (content_hash, jpeg),
+            )
 
-    async def publish(self, built_with: dict, removed: set[str],
-                      added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]]) -> tuple[str, int]:
+    async def publish(
+        self,
+        built_with: dict,
+        removed: set[str],
+        added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]],
+    ) -> tuple[str, int]:
         dim = int(built_with["dim"])
         kind = vector_type(dim)
         gone = sorted(removed | {d.doc_id for d, _, _ in added})
         async with await self.pages.connection() as conn:
             async with conn.transaction():
-                await conn.execute("INSERT INTO pixelrag_index (built_with) VALUES (%s) ON CONFLICT DO NOTHING",
-                                   (json.dumps(built_with),))
+                await conn.execute(
+                    "INSERT INTO pixelrag_index (built_with) VALUES (%s) ON CONFLICT DO NOTHING",
+                    (json.dumps(built_with),),
+                )
                 # The row lock orders publications; the first one creates the vectors table for its dimension.
                 index = (await (await conn.execute("SELECT built_with FROM pixelrag_index FOR UPDATE")).fetchone())[0]
                 if index != built_with and (await self._has_pages(conn)):
                     raise IndexProblem(f"The database holds an index built with {index}; this build is {built_with}.")
                 await conn.execute("UPDATE pixelrag_index SET built_with = %s", (json.dumps(built_with),))
                 await _ensure_vectors_table(conn, kind, dim)
-                before = await (await conn.execute(
-                    "SELECT count(*), coalesce(sum(lexical_length), 0) FROM pixelrag_pages WHERE doc_id = ANY(%s)",
-                    (gone,))).fetchone()
-                df = Counter({t: -n for t, n in await (await conn.execute(
-                    "SELECT term, count(*) FROM pixelrag_terms WHERE doc_id = ANY(%s) GROUP BY term", (gone,))).fetchall()})
+                before = await (
+                    await conn.execute(
+                        "SELECT count(*), coalesce(sum(lexical_length), 0) FROM pixelrag_pages WHERE doc_id = ANY(%s)",
+                        (gone,),
+                    )
+                ).fetchone()
+                df = Counter(
+                    {
+                        t: -n
+                        for t, n in await (
+                            await conn.execute(
+                                "SELECT term, count(*) FROM pixelrag_terms WHERE doc_id = ANY(%s) GROUP BY term",
+                                (gone,),
+                            )
+                        ).fetchall()
+                    }
+                )
                 for table in ("pixelrag_terms", "pixelrag_vectors", "pixelrag_pages", "pixelrag_documents"):
                     await conn.execute(f"DELETE FROM {table} WHERE doc_id = ANY(%s)", (gone,))
                 # Into an empty table (a first build, a migration), the HNSW index is built once after the rows:
@@ -104,14 +134,18 @@ class PostgresBuild:
                         "ON CONFLICT (term) DO UPDATE SET pages = pixelrag_term_pages.pages + EXCLUDED.pages, "
                         "max_tf = greatest(pixelrag_term_pages.max_tf, EXCLUDED.max_tf), "
                         "min_length = least(pixelrag_term_pages.min_length, EXCLUDED.min_length)",
-                        (changed, [df[t] for t in changed], [b[0] for b in top], [b[1] for b in top]))
+                        (changed, [df[t] for t in changed], [b[0] for b in top], [b[1] for b in top]),
+                    )
                 if bulk:
                     await conn.execute("SET LOCAL maintenance_work_mem = '1GB'")  # 200k 768-d pages' graph fits
                     await _create_hnsw(conn, kind)
-                row = await (await conn.execute(
-                    "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
-                    "lexical_length = lexical_length + %s RETURNING version, pages",
-                    (pages_added - before[0], length_added - before[1]))).fetchone()
+                row = await (
+                    await conn.execute(
+                        "UPDATE pixelrag_index SET version = version + 1, pages = pages + %s, "
+                        "lexical_length = lexical_length + %s RETURNING version, pages",
+                        (pages_added - before[0], length_added - before[1]),
+                    )
+                ).fetchone()
                 await _collect_garbage(conn)
         return f"database version {row[0]}", row[1]
 
@@ -124,26 +158,45 @@ async def _collect_garbage(conn) -> None:
     """Page images and PDFs no page or document refers to any more: removed documents' and old
     versions', and what a build killed before it published had saved. A build still running saved
     its own after its job began, so only rows from before the oldest live job go."""
-    horizon = ("(SELECT coalesce(min(started), now()) FROM pixelrag_jobs "
-               "WHERE session IN (SELECT pid FROM pg_stat_activity))")
-    await conn.execute(f"DELETE FROM pixelrag_images i WHERE i.created < {horizon} AND NOT EXISTS "
-                       "(SELECT 1 FROM pixelrag_pages p WHERE p.content_hash = i.content_hash)")
-    await conn.execute(f"DELETE FROM pixelrag_sources s WHERE s.created < {horizon} AND NOT EXISTS "
-                       "(SELECT 1 FROM pixelrag_documents d WHERE d.record->>'sha256' = s.sha256)")
+    horizon = (
+        "(SELECT coalesce(min(started), now()) FROM pixelrag_jobs WHERE session IN (SELECT pid FROM pg_stat_activity))"
+    )
+    await conn.execute(
+        f"DELETE FROM pixelrag_images i WHERE i.created < {horizon} AND NOT EXISTS "
+        "(SELECT 1 FROM pixelrag_pages p WHERE p.content_hash = i.content_hash)"
+    )
+    await conn.execute(
+        f"DELETE FROM pixelrag_sources s WHERE s.created < {horizon} AND NOT EXISTS "
+        "(SELECT 1 FROM pixelrag_documents d WHERE d.record->>'sha256' = s.sha256)"
+    )
 
 
-async def _insert_document(conn, document: Document, pages: Sequence[Page], vectors: Sequence[np.ndarray],
-                           kind: str, df: Counter, bounds: dict[str, tuple[float, float]]) -> tuple[int, float]:
+async def _insert_document(
+    conn,
+    document: Document,
+    pages: Sequence[Page],
+    vectors: Sequence[np.ndarray],
+    kind: str,
+    df: Counter,
+    bounds: dict[str, tuple[float, float]],
+) -> tuple[int, float]:
     """The document's rows; `df` gains the number of its pages each term is on, `bounds` each term's
     largest tf and shortest page."""
-    await conn.execute("INSERT INTO pixelrag_documents (doc_id, scope, record) VALUES (%s, %s, %s)",
-                       (document.doc_id, document.scope, json.dumps(asdict(document))))
-    ids = [r[0] for r in await (await conn.execute(
-        "SELECT nextval('pixelrag_pages_id_seq') FROM generate_series(1, %s)", (len(pages),))).fetchall()]
+    await conn.execute(
+        "INSERT INTO pixelrag_documents (doc_id, scope, record) VALUES (%s, %s, %s)",
+        (document.doc_id, document.scope, json.dumps(asdict(document))),
+    )
+    ids = [
+        r[0]
+        for r in await (
+            await conn.execute("SELECT nextval('pixelrag_pages_id_seq') FROM generate_series(1, %s)", (len(pages),))
+        ).fetchall()
+    ]
     total_length = 0.0
     async with conn.cursor().copy(
-            "COPY pixelrag_pages (id, doc_id, page, content_hash, width_pt, height_pt, words, scope, lexical_length) "
-            "FROM STDIN") as copy:
+        "COPY pixelrag_pages (id, doc_id, page, content_hash, width_pt, height_pt, words, scope, lexical_length) "
+        "FROM STDIN"
+    ) as copy:
         terms_of = []
         for page_id, page in zip(ids, pages):
             terms = page_terms(f"{document.title}\n{page.text}")  # as lexical_index() indexes a page
@@ -154,10 +207,22 @@ async def _insert_document(conn, document: Document, pages: Sequence[Page], vect
             for term, tf in terms.items():
                 top_tf, shortest = bounds.get(term, (0.0, length))
                 bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
-            await copy.write_row((page_id, document.doc_id, page.page, page.content_hash, page.width_pt,
-                                  page.height_pt, json.dumps([word_row(w) for w in page.words], ensure_ascii=False),
-                                  document.scope, length))
-    async with conn.cursor().copy("COPY pixelrag_terms (term, page_id, doc_id, scope, tf, lexical_length) FROM STDIN") as copy:
+            await copy.write_row(
+                (
+                    page_id,
+                    document.doc_id,
+                    page.page,
+                    page.content_hash,
+                    page.width_pt,
+                    page.height_pt,
+                    json.dumps([word_row(w) for w in page.words], ensure_ascii=False),
+                    document.scope,
+                    length,
+                )
+            )
+    async with conn.cursor().copy(
+        "COPY pixelrag_terms (term, page_id, doc_id, scope, tf, lexical_length) FROM STDIN"
+    ) as copy:
         for page_id, terms, length in terms_of:
             for term, tf in terms.items():
                 await copy.write_row((term, page_id, document.doc_id, document.scope, float(tf), length))
@@ -167,8 +232,9 @@ async def _insert_document(conn, document: Document, pages: Sequence[Page], vect
 
     await register_vector_async(conn)
     wrap = Vector if kind == "vector" else HalfVector
-    async with conn.cursor().copy("COPY pixelrag_vectors (page_id, doc_id, scope, sample, embedding) "
-                                  "FROM STDIN WITH (FORMAT BINARY)") as copy:
+    async with conn.cursor().copy(
+        "COPY pixelrag_vectors (page_id, doc_id, scope, sample, embedding) FROM STDIN WITH (FORMAT BINARY)"
+    ) as copy:
         copy.set_types(["int8", "text", "text", "int2", kind])
         for page_id, rows in zip(ids, vectors):
             rows = np.asarray(rows, dtype=np.float32)
@@ -201,5 +267,7 @@ async def _ensure_vectors_table(conn, kind: str, dim: int) -> None:
 async def _create_hnsw(conn, kind: str) -> None:
     # ef_construction 128, not 64: at 64, tight groups of near-identical pages (a section's pages) were
     # left as islands no search reached, whatever its ef_search (eval/bench_postgres.py).
-    await conn.execute(f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops) "
-                       "WITH (ef_construction = 128)")
+    await conn.execute(
+        f"CREATE INDEX pixelrag_vectors_hnsw ON pixelrag_vectors USING hnsw (embedding {kind}_ip_ops) "
+        "WITH (ef_construction = 128)"
+    )

@@ -1,11 +1,12 @@
 """How the PostgreSQL page index lays pages and vectors out in rows, shared by its search
 (page_search.py) and its builds (page_builds.py)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..records import Page
 from ..embedded.snapshot_format import word_from_row
+from ..records import Page
 
 SAMPLE_BUCKETS = 1024  # a page's random bucket; the spread of dense scores is taken over a few buckets
 

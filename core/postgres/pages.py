@@ -2,19 +2,20 @@
 
 What the embedded store keeps in files is in tables here: documents, pages with their words, page
 images and source PDFs, vectors (pgvector, HNSW; halfvec above vector's 2,000-dimension index limit)
-and BM25 postings (one row per page and term, and each term's page count). A build publishes in one transaction: readers see
-a document's old pages or its new ones, never a mix, and a build that fails or is killed leaves
+and BM25 postings (one row per page and term, and each term's page count). A build publishes in one
+transaction: readers see a document's old pages or its new ones, never a mix, and a build that fails or is killed leaves
 the previous state. Builds of one document (scope and origin) are kept apart by an advisory lock.
 
 A question never scores every page (page_search.py): it reads the index's version, and what its
 scope sees at that version is kept in memory (scope_views.py). A build writes through page_builds.py.
 """
+
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import hashlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import BadInput
 from ..records import SHARED_SCOPE, Document
@@ -54,9 +55,12 @@ class PostgresPages:
 
     async def documents(self, scope: str) -> list[Document]:
         async with await self.connection() as conn:
-            rows = await (await conn.execute(
-                "SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position",
-                ([SHARED_SCOPE, scope],))).fetchall()
+            rows = await (
+                await conn.execute(
+                    "SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position",
+                    ([SHARED_SCOPE, scope],),
+                )
+            ).fetchall()
         return [Document(**r[0]) for r in rows]
 
     async def all_documents(self) -> list[Document]:
@@ -64,10 +68,11 @@ class PostgresPages:
             rows = await (await conn.execute("SELECT record FROM pixelrag_documents ORDER BY position")).fetchall()
         return [Document(**r[0]) for r in rows]
 
-    async def search(self, scope: str) -> "PostgresSearch | None":
+    async def search(self, scope: str) -> PostgresSearch | None:
         async with await self.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT built_with, pages, lexical_length, version FROM pixelrag_index")).fetchone()
+            row = await (
+                await conn.execute("SELECT built_with, pages, lexical_length, version FROM pixelrag_index")
+            ).fetchone()
             if not row or not row[1]:
                 return None
             view = await self._views.get(conn, scope, row[3])
@@ -87,9 +92,14 @@ class PostgresPages:
             index = await self._index_row(conn)
             version = (await (await conn.execute("SELECT version FROM pixelrag_index")).fetchone() or [None])[0]
         documents = await (self.documents(scope) if scope else self.all_documents())
-        return {"index": "PostgreSQL (PIXELRAG_DATABASE_URL)", "snapshot": f"database version {version}" if version else None,
-                "built_with": index[0] if index else None, "pages": index[1] if index else 0,
-                "documents": len(documents), "indexing_now": await self.jobs(scope)}
+        return {
+            "index": "PostgreSQL (PIXELRAG_DATABASE_URL)",
+            "snapshot": f"database version {version}" if version else None,
+            "built_with": index[0] if index else None,
+            "pages": index[1] if index else 0,
+            "documents": len(documents),
+            "indexing_now": await self.jobs(scope),
+        }
 
     async def repair(self) -> tuple[str | None, list]:
         raise BadInput("repair is for an index folder; a database index is never left half-published.")

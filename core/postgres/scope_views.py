@@ -3,9 +3,10 @@ question reads one row (the version) instead of every visible document and a pag
 
 A view holds the scope's documents and the vectors of a fixed random sample of its pages, from
 which a question's dense spread (the standard deviation of its scores over the visible pages,
-core/search.fused) is computed in memory. Every publication bumps the version, so a view is never
+core/ranking/fusion.fused) is computed in memory. Every publication bumps the version, so a view is never
 used after another process has changed what the scope sees.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,9 @@ async def _load(conn, scope: str, version: int) -> ScopeView:
     # Read after the version: what is read is that version or a newer one, and a newer one makes the
     # next question's version differ, so it loads again.
     scopes = [SHARED_SCOPE, scope]
-    rows = await (await conn.execute(
-        "SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position", (scopes,))).fetchall()
+    rows = await (
+        await conn.execute("SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position", (scopes,))
+    ).fetchall()
     documents = {d.doc_id: d for d in (Document(**r[0]) for r in rows)}
     visible = sum(d.page_count for d in documents.values())
     buckets = min(SAMPLE_BUCKETS, math.ceil(SAMPLE_BUCKETS * SPREAD_SAMPLE / max(1, visible)))
@@ -69,9 +71,14 @@ async def _load(conn, scope: str, version: int) -> ScopeView:
         from pgvector.psycopg import register_vector_async
 
         await register_vector_async(conn)
-        rows = await (await conn.execute(  # in binary: 1,000 vectors as text take seconds to parse in Python
-            "SELECT page_id, embedding FROM pixelrag_vectors WHERE doc_id = ANY(%s) AND sample < %s ORDER BY page_id",
-            (list(documents), buckets), binary=True)).fetchall()
+        rows = await (
+            await conn.execute(  # in binary: 1,000 vectors as text take seconds to parse in Python
+                "SELECT page_id, embedding FROM pixelrag_vectors WHERE doc_id = ANY(%s) AND sample < %s ORDER BY "
+                "page_id",
+                (list(documents), buckets),
+                binary=True,
+            )
+        ).fetchall()
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     sample = np.array([_floats(r[1]) for r in rows], dtype=np.float32) if rows else np.zeros((0, 1), np.float32)
     sample_page = np.unique(ids, return_inverse=True)[1].astype(np.int64)  # ordered by page_id

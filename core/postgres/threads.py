@@ -5,6 +5,7 @@ gets it. An unfinished claim is taken over only after the lease, by any replica:
 may still be answering, and a dead one's work is redone when the platform redelivers. Times are
 the database's, so replicas with skewed clocks agree.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,15 +28,16 @@ class PostgresThreadStore:
         self._closed = False
         self._opening = asyncio.Lock()  # first deliveries at once must share one pool
 
-    async def open(self) -> "PostgresThreadStore":
+    async def open(self) -> PostgresThreadStore:
         if self._closed:
             raise RuntimeError("the thread store is closed")
         async with self._opening:
             if self._pool is None:
                 pool = await open_pool(self.url)
                 async with pool.connection() as conn:
-                    await conn.execute("DELETE FROM pixelrag_events WHERE done AND created < now() - %s::interval",
-                                       (KEEP_EVENTS,))
+                    await conn.execute(
+                        "DELETE FROM pixelrag_events WHERE done AND created < now() - %s::interval", (KEEP_EVENTS,)
+                    )
                 self._pool = pool
         return self
 
@@ -57,8 +59,16 @@ class PostgresThreadStore:
         [(turn_id,)] = await self._run(
             "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, interpreted, answer, cited,"
             " retrieved, pending_reply) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (*key, exchange.question, exchange.interpreted, exchange.answer, Jsonb(list(exchange.cited)),
-             Jsonb(list(exchange.retrieved)), None if pending_reply is None else Jsonb(pending_reply)))
+            (
+                *key,
+                exchange.question,
+                exchange.interpreted,
+                exchange.answer,
+                Jsonb(list(exchange.cited)),
+                Jsonb(list(exchange.retrieved)),
+                None if pending_reply is None else Jsonb(pending_reply),
+            ),
+        )
         return turn_id
 
     async def keep_reply(self, turn_id: int, rendered: object) -> None:
@@ -68,18 +78,26 @@ class PostgresThreadStore:
 
     async def rate(self, turn_id: int, user: str, rating: str) -> bool:
         rows = await self._run(
-            'INSERT INTO pixelrag_feedback (turn_id, "user", rating) SELECT id, %s, %s FROM pixelrag_turns WHERE id = %s'
+            'INSERT INTO pixelrag_feedback (turn_id, "user", rating) SELECT id, %s, %s FROM pixelrag_turns WHERE id '
+            "= %s"
             ' ON CONFLICT (turn_id, "user") DO UPDATE SET rating = EXCLUDED.rating, created = now() RETURNING turn_id',
-            (user, rating, turn_id))
+            (user, rating, turn_id),
+        )
         return bool(rows)
 
     async def ratings(self, rating: str) -> list[Rated]:
         rows = await self._run(
             'SELECT t.id, t.platform, t.workspace, t.question, t.interpreted, t.answer, t.retrieved, t.cited, f."user",'
             " extract(epoch FROM f.created) FROM pixelrag_feedback f JOIN pixelrag_turns t ON t.id = f.turn_id"
-            " WHERE f.rating = %s ORDER BY f.created", (rating,))
-        return [Rated(r[0], r[1], r[2], r[3], r[4], r[5], tuple(map(tuple, r[6])), tuple(map(tuple, r[7])), r[8],
-                      float(r[9])) for r in rows]
+            " WHERE f.rating = %s ORDER BY f.created",
+            (rating,),
+        )
+        return [
+            Rated(
+                r[0], r[1], r[2], r[3], r[4], r[5], tuple(map(tuple, r[6])), tuple(map(tuple, r[7])), r[8], float(r[9])
+            )
+            for r in rows
+        ]
 
     async def delivered(self, turn_id: int) -> None:
         await self._run("UPDATE pixelrag_turns SET pending_reply = NULL WHERE id = %s", (turn_id,))
@@ -87,7 +105,9 @@ class PostgresThreadStore:
     async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
         rows = await self._run(
             "SELECT id, question, pending_reply FROM pixelrag_turns WHERE platform = %s AND workspace = %s"
-            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT 1", key)
+            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT 1",
+            key,
+        )
         if not rows or rows[0][2] is None or rows[0][1] != question:
             return None
         return rows[0][0], rows[0][2]
@@ -95,7 +115,9 @@ class PostgresThreadStore:
     async def history(self, key: ThreadKey, limit: int = 4) -> tuple[Exchange, ...]:
         rows = await self._run(
             "SELECT question, interpreted, answer, cited FROM pixelrag_turns WHERE platform = %s AND workspace = %s"
-            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT %s", (*key, limit))
+            " AND channel = %s AND thread = %s ORDER BY id DESC LIMIT %s",
+            (*key, limit),
+        )
         return tuple(Exchange(q, a, i, tuple(tuple(c) for c in cited)) for q, i, a, cited in reversed(rows))
 
     async def knows_thread(self, key: ThreadKey) -> bool:
@@ -106,7 +128,10 @@ class PostgresThreadStore:
             "INSERT INTO pixelrag_events AS e (event_id, owner) VALUES (%s, %s)"
             " ON CONFLICT (event_id) DO UPDATE SET owner = EXCLUDED.owner, created = now()"
             " WHERE NOT e.done AND e.created < now() - make_interval(secs => %s)"
-            " RETURNING event_id", (event_id, self.owner, self.lease_s), wait_s=CLAIM_WAIT_S)
+            " RETURNING event_id",
+            (event_id, self.owner, self.lease_s),
+            wait_s=CLAIM_WAIT_S,
+        )
         return bool(rows)
 
     async def finish(self, *event_ids: str) -> None:
@@ -115,8 +140,9 @@ class PostgresThreadStore:
     async def note(self, event_id: str, **progress: object) -> None:
         from psycopg.types.json import Jsonb
 
-        await self._run("UPDATE pixelrag_events SET progress = progress || %s WHERE event_id = %s",
-                        (Jsonb(progress), event_id))
+        await self._run(
+            "UPDATE pixelrag_events SET progress = progress || %s WHERE event_id = %s", (Jsonb(progress), event_id)
+        )
 
     async def progress(self, event_id: str) -> dict:
         rows = await self._run("SELECT progress FROM pixelrag_events WHERE event_id = %s", (event_id,))

@@ -1,1 +1,1 @@
-"""Loopback fakes of the remote services, at least as strict as the real ones (see the README)."""
+"""Loopback fakes of the remote services, at least as strict as the real ones (see docs/evaluation.md, Tests)."""

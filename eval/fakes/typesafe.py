@@ -19,7 +19,7 @@ Where each rule comes from:
   model names are the ones GET /v1/models lists (_schemas/models.py: SystemOneRequest.model).
 - Issue 13 / docs/platform notes: image questions need the header `TypeSafe-Danger-Zone-Images: true`;
   the models jev-1.14.0 (pinned) and jev-latest (an older alias).
-- Our assumption, not documented anywhere we could read: images smaller than core.jev_images.MIN_SIDE
+- Our assumption, not documented anywhere we could read: images smaller than core.jev.thumbnails.MIN_SIDE
   are refused. Neither the SDK nor the docs state a maximum image size or question count, so none is
   enforced; a request whose body is zstd-encoded is refused with 415 here (the real service accepts zstd;
   the SDK sends it only with the `zstd` extra, which this project does not install).
@@ -45,7 +45,7 @@ from aiohttp import web
 from PIL import Image
 
 from core.config import Settings
-from core.jev_images import MIN_SIDE
+from core.jev.thumbnails import MIN_SIDE
 
 API_KEY = "fake-typesafe-key"
 IMAGES_HEADER = "TypeSafe-Danger-Zone-Images"

@@ -1,9 +1,10 @@
 """Gemini backend: Gemini Embedding 2 for pages and queries, a Gemini reader and follow-up rewriter.
 Its models see pixels, so it keeps the base policies of core/ports.py (no OCR, dense ranking)."""
+
 from __future__ import annotations
 
 from ...config import Settings
-from ...ports import Backend
+from ..base import Backend
 from .calls import GeminiCalls
 from .context import GeminiContextResolver
 from .embedder import GeminiEmbedder

@@ -4,12 +4,14 @@ Every call goes through `GeminiCalls.call`, which owns the timeout and the retri
 aiohttp transport surfaces a timeout as a bare TimeoutError that its own HttpRetryOptions would
 not retry, so the SDK's retries stay off and this module does both.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import random
-from typing import Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import aiohttp
 from google import genai
@@ -26,8 +28,14 @@ T = TypeVar("T")
 API_VERSION = "v1beta"
 MAX_RETRY_DELAY_S = 30.0  # a longer RetryInfo delay is not worth a chat user's wait
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-STATUS_WORDS = {408: "request timeout", 429: "rate limited", 500: "server error", 502: "bad gateway",
-                503: "unavailable", 504: "gateway timeout"}
+STATUS_WORDS = {
+    408: "request timeout",
+    429: "rate limited",
+    500: "server error",
+    502: "bad gateway",
+    503: "unavailable",
+    504: "gateway timeout",
+}
 
 
 class GeminiCalls:
@@ -49,8 +57,9 @@ class GeminiCalls:
     async def aclose(self) -> None:
         await self.client.aio.aclose()
 
-    async def call(self, what: str, make: Callable[[], Awaitable[T]],
-                   may_retry: Callable[[], bool] = lambda: True) -> T:
+    async def call(
+        self, what: str, make: Callable[[], Awaitable[T]], may_retry: Callable[[], bool] = lambda: True
+    ) -> T:
         """Run `make()` with a timeout; retry 408/429/5xx, timeouts and dropped connections with
         backoff (at least the delay a 429's RetryInfo asks for), within the question's budget.
         `may_retry() == False` (a streamed answer already partly shown) turns a retryable failure
@@ -63,8 +72,10 @@ class GeminiCalls:
             left = deadline.remaining()
             if left is not None:
                 if left <= 0:
-                    raise RemoteError(f"Gemini did not finish {what} within the {deadline.allowed():g} s "
-                                      "allowed for a question. Try again in a few minutes.")
+                    raise RemoteError(
+                        f"Gemini did not finish {what} within the {deadline.allowed():g} s "
+                        "allowed for a question. Try again in a few minutes."
+                    )
                 timeout = min(timeout, left)
             wait = delay * (1 + random.uniform(0, 0.1))
             try:
@@ -84,16 +95,19 @@ class GeminiCalls:
             except (aiohttp.ClientError, ConnectionError) as e:
                 failure = f"dropping the connection ({type(e).__name__})"
             if not may_retry():
-                raise RemoteError(f"Gemini broke off while writing the answer, {failure}. "
-                                  "The text above is incomplete: ask again.")
+                raise RemoteError(
+                    f"Gemini broke off while writing the answer, {failure}. The text above is incomplete: ask again."
+                )
             left = deadline.remaining()
             if attempt < attempts and (left is None or wait < left):
                 await self.sleep(wait)
                 delay *= 2
             elif attempt < attempts:
-                raise RemoteError(f"Gemini kept {failure} during {what}; no time was left for another attempt "
-                                  f"within the {deadline.allowed():g} s allowed for a question. "
-                                  "Try again in a few minutes.")
+                raise RemoteError(
+                    f"Gemini kept {failure} during {what}; no time was left for another attempt "
+                    f"within the {deadline.allowed():g} s allowed for a question. "
+                    "Try again in a few minutes."
+                )
         raise RemoteError(f"Gemini kept {failure} during {what} after {attempts} attempts. Try again in a few minutes.")
 
 

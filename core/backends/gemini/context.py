@@ -1,12 +1,14 @@
 """The Gemini follow-up rewriter: thread history in, a standalone (or clarifying) question out."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from google.genai import types
 
-from ...records import Exchange, Resolution, trim_history
+from ...history import trim_history
+from ...records import Exchange, Resolution
 from .calls import GeminiCalls, json_answer
 
 CONTEXT_THINKING = types.ThinkingLevel.MINIMAL  # one small text-only call

@@ -1,9 +1,10 @@
 """Gemini Embedding 2 for pages (image + text layer) and queries (text + screenshots)."""
+
 from __future__ import annotations
 
 import asyncio
 import io
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from google.genai import types
@@ -87,10 +88,12 @@ class GeminiEmbedder:
 
         async def run(group: list[int]) -> None:
             contents = [
-                types.Content(parts=[
-                    types.Part.from_bytes(data=page_image(pages[i].jpeg), mime_type="image/jpeg"),
-                    types.Part.from_text(text=document_text(pages[i])),
-                ])
+                types.Content(
+                    parts=[
+                        types.Part.from_bytes(data=page_image(pages[i].jpeg), mime_type="image/jpeg"),
+                        types.Part.from_text(text=document_text(pages[i])),
+                    ]
+                )
                 for i in group
             ]
             rows = await self._embed("page embedding", contents)  # GeminiCalls caps requests in flight

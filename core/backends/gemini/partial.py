@@ -5,6 +5,7 @@ cut at arbitrary points. `StreamedString` finds one string field and decodes its
 has arrived, so the answer can be shown while the citations are still being written. An escape cut
 in the middle (a lone backslash, half a \\uXXXX, half a surrogate pair) waits for the next piece.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,11 +54,11 @@ class StreamedString:
                     i += 2  # not JSON; skip it rather than stall
                     continue
                 break
-            code = int(text[i + 2:i + 6], 16)
+            code = int(text[i + 2 : i + 6], 16)
             if 0xD800 <= code < 0xDC00:  # a high surrogate: its pair must have arrived too
                 if i + 12 > len(text):
                     break
-                low = int(text[i + 8:i + 12], 16) if text[i + 6:i + 8] == "\\u" else 0
+                low = int(text[i + 8 : i + 12], 16) if text[i + 6 : i + 8] == "\\u" else 0
                 if 0xDC00 <= low < 0xE000:
                     out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
                     i += 12

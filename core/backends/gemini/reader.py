@@ -1,7 +1,9 @@
 """The Gemini reader: at most four page images in, a cited Markdown answer out."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from google.genai import types
 
@@ -26,6 +28,7 @@ Each page image follows its label "Page P<n>: <document>, page <number>".
   limitation saying what is missing or unreadable instead.
 - If the pages do not contain the answer, say so plainly in the answer and cite nothing.
 - topic classifies the question: warranty, complaint, service, instructions, price or other."""
+
 
 def reader_schema(page_refs: Sequence[str]) -> dict:
     return {
@@ -78,18 +81,26 @@ class GeminiReader:
     def __init__(self, calls: GeminiCalls):
         self.calls = calls
 
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                   guidance: str = "") -> Draft:
+    async def read(
+        self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage], guidance: str = ""
+    ) -> Draft:
         refs, contents, config = self._request(question, pages, images, guidance)
         resp = await self.calls.call(
             "the reader call",
-            lambda: self.calls.models.generate_content(model=self.calls.settings.reader_model, contents=contents,
-                                                       config=config),
+            lambda: self.calls.models.generate_content(
+                model=self.calls.settings.reader_model, contents=contents, config=config
+            ),
         )
         return self._draft(json_answer(resp, "the reader call"), refs)
 
-    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                             on_text: Callable[[str], None], guidance: str = "") -> Draft:
+    async def read_streaming(
+        self,
+        question: str,
+        pages: Sequence[ReaderPage],
+        images: Sequence[QueryImage],
+        on_text: Callable[[str], None],
+        guidance: str = "",
+    ) -> Draft:
         """The same request, streamed: the "answer" field's text goes to `on_text` as it arrives
         (the schema lists it first, so it comes before the citations)."""
         refs, contents, config = self._request(question, pages, images, guidance)
@@ -99,7 +110,8 @@ class GeminiReader:
             nonlocal shown
             answer, pieces, last = StreamedString("answer"), [], None
             async for chunk in await self.calls.models.generate_content_stream(
-                    model=self.calls.settings.reader_model, contents=contents, config=config):
+                model=self.calls.settings.reader_model, contents=contents, config=config
+            ):
                 piece = _text_of(chunk)
                 pieces.append(piece)
                 if new := answer.feed(piece):
@@ -147,7 +159,9 @@ class GeminiReader:
         quote = str(raw.get("quote") or "").strip()
         if page is None:
             return DraftCitation(doc_id=UNKNOWN_DOC, page=0, quote=quote)
-        return DraftCitation(doc_id=page.page.doc_id, page=page.page.page, quote=quote, box=box_from_2d(raw.get("box_2d")))
+        return DraftCitation(
+            doc_id=page.page.doc_id, page=page.page.page, quote=quote, box=box_from_2d(raw.get("box_2d"))
+        )
 
 
 def _text_of(chunk: types.GenerateContentResponse) -> str:

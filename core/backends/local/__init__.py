@@ -1,14 +1,16 @@
 """The embedded default backend: no key, no network. Pages are read from their text layer plus OCR
 of their pixels, ranked by BM25 fused with multilingual-e5-small, and answered by quoting."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from ...config import Settings
-from ...ports import Backend, TextSink, read_with
+from ...ports import TextSink
 from ...records import Draft, QueryImage, ReaderPage, Word
+from ..base import Backend, read_with
 from .context import HeuristicResolver
 from .embedder import LocalEmbedder
 from .ocr import Ocr
@@ -23,8 +25,11 @@ class LocalBackend(Backend):
 
     def __init__(self, settings: Settings):
         embedder = LocalEmbedder()
-        super().__init__(embedder, ExtractiveReader(embedder.similarities),
-                         HeuristicResolver(settings.history_exchanges, settings.history_chars))
+        super().__init__(
+            embedder,
+            ExtractiveReader(embedder.similarities),
+            HeuristicResolver(settings.history_exchanges, settings.history_chars),
+        )
         self.settings = settings
         self.ocr = Ocr()
 
@@ -43,8 +48,15 @@ class LocalBackend(Backend):
     async def embed_query(self, text: str, images: Sequence[QueryImage]) -> np.ndarray:
         return await self.embedder.embed_query(text, ())  # the screenshots are in `text` as OCR
 
-    async def read(self, question: str, query_text: str, pages: Sequence[ReaderPage],
-                   images: Sequence[QueryImage], guidance: str = "", on_text: TextSink | None = None) -> Draft:
+    async def read(
+        self,
+        question: str,
+        query_text: str,
+        pages: Sequence[ReaderPage],
+        images: Sequence[QueryImage],
+        guidance: str = "",
+        on_text: TextSink | None = None,
+    ) -> Draft:
         # It cannot see the screenshots either: it reads the question with their OCR text. It quotes
         # passages and has no prompt, so the Jev task's formatting instructions (`guidance`) do not apply.
         return await read_with(self.reader, query_text, pages, images, "", on_text)
@@ -55,6 +67,9 @@ class LocalBackend(Backend):
     def limitations(self, absent_words: Sequence[str]) -> tuple[str, ...]:
         # A quoting reader cannot tell "not stated" from "worded differently"; it can say this much.
         if absent := absent_words:
-            return (self.ABSENT_NOTE + ", ".join(f"“{w}”" for w in absent)
-                    + ": they may not state this, or may word it differently.",)
+            return (
+                self.ABSENT_NOTE
+                + ", ".join(f"“{w}”" for w in absent)
+                + ": they may not state this, or may word it differently.",
+            )
         return ()

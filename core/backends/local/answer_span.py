@@ -4,13 +4,15 @@ also a model code the question does not name already ("TMC2209"). Words are told
 alone (digits, letters), so this holds in any language; a passage with many such words (a pin table)
 gets no bold, for bolding everything points at nothing.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
+from ...language.fold import fold
+from ...language.stopwords import STOPWORDS
 from ...markup import literal
-from ...text import STOPWORDS, fold
 
 MAX_SPANS = 4
 # a number, with its unit when printed together: "16", "-40", "0,8", "9.5mm", "16-bit", "32KB"; not "Mk4P",
@@ -42,14 +44,23 @@ def spans(words: Sequence[str], question: str, quantity: bool) -> list[tuple[int
     i = 0
     while i < len(words):
         start = i
-        if is_number(words[i]) and not (SECTION_NUMBER.fullmatch(words[i]) and i + 1 < len(words)
-                                        and words[i + 1][:1].isupper() and not UNIT.match(words[i + 1])):
+        if is_number(words[i]) and not (
+            SECTION_NUMBER.fullmatch(words[i])
+            and i + 1 < len(words)
+            and words[i + 1][:1].isupper()
+            and not UNIT.match(words[i + 1])
+        ):
             i += 1
             while i + 1 < len(words) and words[i] in JOINER and is_number(words[i + 1]):
                 i += 2  # "62 × 27.5 × 9.5mm"
             unit = words[i].rstrip(TRAILING) if i < len(words) else ""
-            if unit and words[i - 1][-1:] not in TRAILING and not UNIT_ATTACHED.search(words[i - 1]) \
-                    and (UNIT.match(unit) or unit.isalpha() and unit.islower()) and unit not in STOPWORDS:
+            if (
+                unit
+                and words[i - 1][-1:] not in TRAILING
+                and not UNIT_ATTACHED.search(words[i - 1])
+                and (UNIT.match(unit) or unit.isalpha() and unit.islower())
+                and unit not in STOPWORDS
+            ):
                 i += 1  # its unit or what it counts: "16 A" (a capital "A" is no article), "24 months"
         elif not quantity and CODE.match(_bare(words[i])):
             i += 1
@@ -71,9 +82,11 @@ def in_bold(words: Sequence[str], question: str, quantity: bool) -> str:
             out.append(literal(words[i]))
             i += 1
             continue
-        text = " ".join(words[i:marks[i]])
+        text = " ".join(words[i : marks[i]])
         core = text.rstrip(TRAILING).lstrip("([")
         at = text.index(core) if core else 0
-        out.append(f"{literal(text[:at])}**{literal(core)}**{literal(text[at + len(core):])}" if core else literal(text))
+        out.append(
+            f"{literal(text[:at])}**{literal(core)}**{literal(text[at + len(core) :])}" if core else literal(text)
+        )
         i = marks[i]
     return " ".join(out)

@@ -3,36 +3,20 @@
 History supplies references only; every answer reads fresh pages. This is the local heuristic;
 the Gemini backend asks its model instead (core/backends/gemini/context.py).
 """
+
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from difflib import SequenceMatcher
-from typing import Sequence
 
-from ...names import QUESTION_WORDS, subject_runs, bare as _bare
-from ...records import Exchange, Resolution, trim_history
+from ...history import trim_history
+from ...language.follow_ups import ARTICLES, CONNECTORS, FOLLOW_UP_START, FUNCTION_WORDS, LEADING_PREPOSITIONS, PRONOUN
+from ...language.names import QUESTION_WORDS, subject_runs
+from ...language.names import bare as _bare
+from ...records import Exchange, Resolution
 
-FOLLOW_UP_START = re.compile(  # Polish "i" (and), but not English "I'm", "I've"
-    r"^\s*(and|also|what about|how about|und|und was|was ist mit|a|i(?!['’])|oraz|a co z|a jak)\b[\s,]*", re.I
-)
-PRONOUN = re.compile(
-    r"\b(it|its|it's|they|them|their|this one|that one|es|sein|seine|seinen|seiner|ihr|ihre|dessen|jego|jej|ich|"
-    r"ten|tego|tej)\b",
-    re.I,
-)
-ARTICLES = {"the", "a", "an", "der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines"}
-LEADING_PREPOSITIONS = {"for", "on", "of", "with", "für", "bei", "beim", "von", "mit", "dla", "na", "w", "z"}
-FUNCTION_WORDS = QUESTION_WORDS | LEADING_PREPOSITIONS | {
-    "without", "in", "from", "to", "or", "and", "have", "has", "laut", "ohne", "im", "und", "oder", "hat", "haben",
-    "do", "od", "bez", "ma", "mają", "oraz"}
 SAME_SHAPE = 0.85  # ATmega16U2 ~ ATmega328P (0.9); Abmessungen ~ Pre-Processor (0.75) is chance
 MAX_PHRASE_WORDS = 6  # "And the main ATmega328P?" is a phrase; longer follow-ups are questions
-# How "the width ___ UNO R3" is joined in each language; a follow-up is guessed German or Polish by
-# its function words, English otherwise.
-CONNECTORS = (
-    ("von", {"der", "die", "das", "ist", "sind", "wie", "welche", "welcher", "welches", "und", "groß", "hoch", "breit"}),
-    ("dla", {"jaki", "jaka", "jakie", "jest", "są", "ile", "czy", "jak", "gdzie", "który", "która", "które"}),
-)
 
 
 def subject_span(question: str) -> tuple[int, int] | None:
@@ -42,13 +26,13 @@ def subject_span(question: str) -> tuple[int, int] | None:
     runs = subject_runs(question)
     if not runs:
         return None
-    return max(runs, key=lambda r: (any(c.isdigit() for w in words[r[0]:r[1]] for c in w), r[1] - r[0], -r[0]))
+    return max(runs, key=lambda r: (any(c.isdigit() for w in words[r[0] : r[1]] for c in w), r[1] - r[0], -r[0]))
 
 
 def subject_of(question: str) -> str:
     """The subject's words, e.g. 'BTT SKR Mini E3 V2.0'."""
     span = subject_span(question)
-    return " ".join(_bare(w) for w in question.split()[span[0]:span[1]]) if span else ""
+    return " ".join(_bare(w) for w in question.split()[span[0] : span[1]]) if span else ""
 
 
 def shape(text: str) -> str:
@@ -82,8 +66,8 @@ def carry_over(previous: str, phrase: str) -> str | None:
         return None
     # The new subject stands in for a run shaped like it (D1 for U1, not UNO R3), else for the
     # previous question's subject.
-    theirs = shape(" ".join(phrase.split()[own[0]:own[1]]))
-    likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0]:r[1]])), theirs).ratio() for r in runs}
+    theirs = shape(" ".join(phrase.split()[own[0] : own[1]]))
+    likeness = {r: SequenceMatcher(None, shape(" ".join(words[r[0] : r[1]])), theirs).ratio() for r in runs}
     best = max(runs, key=likeness.__getitem__)
     new = phrase.split()
     led = new[0].lower() in ARTICLES  # a whole noun phrase: "der Lichtbalken", "the main ATmega328P"
@@ -117,7 +101,7 @@ def _replaced(words: list[str], start: int, end: int, phrase: str) -> str:
     article before the old words gives way to the phrase's own ("the ATmega16U2" to "the main ATmega328P")."""
     if phrase.split()[0].lower() in ARTICLES and start > 0 and words[start - 1].lower() in ARTICLES:
         start -= 1
-    ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")):]
+    ending = words[end - 1][len(words[end - 1].rstrip("?,.;:!")) :]
     return " ".join(words[:start] + [phrase + ending] + words[end:])
 
 
@@ -201,8 +185,12 @@ class HeuristicResolver:
             return Resolution(modified)  # "And for a light bar of six LEDs?" after "What resistor … for one LED?"
         if any(c.isdigit() for c in new_subject):
             return Resolution(body[0].upper() + body[1:])  # a whole question about another model
-        if history and is_phrase(body) and not PRONOUN.search(body) and (
-                swapped := swap_phrase(previous, body.rstrip("?!. "))):
+        if (
+            history
+            and is_phrase(body)
+            and not PRONOUN.search(body)
+            and (swapped := swap_phrase(previous, body.rstrip("?!. ")))
+        ):
             return Resolution(swapped)  # "A narzędzie powiększenia?" after "Do czego służy narzędzie Koperta?"
         subject = next((s for ex in reversed(history) if (s := subject_of(ex.interpreted or ex.question))), "")
         if not subject:  # a pronoun with nothing to point at: ask rather than guess
@@ -212,7 +200,9 @@ class HeuristicResolver:
         if subject.lower() in question.lower():
             return Resolution(question)
         if PRONOUN.search(body):
-            body = PRONOUN.sub(lambda m: subject + ("'s" if m.group(0).lower() in ("its", "their") else ""), body, count=1)
+            body = PRONOUN.sub(
+                lambda m: subject + ("'s" if m.group(0).lower() in ("its", "their") else ""), body, count=1
+            )
             return Resolution(body[0].upper() + body[1:])
         words = set(body.lower().split())
         connector = next((word for word, cues in CONNECTORS if words & cues), "of")

@@ -6,11 +6,12 @@ spec line into its neighbours, a 50-word one still carries it (dev set: dense ev
 The chunking is part of the model name recorded in the index, so an index embedded with another
 chunking is refused instead of being mixed.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def page_chunks(title: str, text: str, size: int = CHUNK_WORDS) -> list[str]:
     if not words:
         return [title]
     step = max(1, size - size // 6)  # a little overlap so a sentence cut in two is still found
-    return [f"{title}: " + " ".join(words[i:i + size]) for i in range(0, max(1, len(words) - size // 6), step)]
+    return [f"{title}: " + " ".join(words[i : i + size]) for i in range(0, max(1, len(words) - size // 6), step)]
 
 
 class LocalEmbedder:

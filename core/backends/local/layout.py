@@ -7,6 +7,7 @@ the words' boxes alone (text layer or OCR), so it holds for any language and any
 a heading is printed larger than the line or further left (an outline), a table is a run of rows of
 separate cells, and its first row is the header.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,17 +44,28 @@ def printed_lines(page: Page) -> list[Line]:
     lines = []
     for words in grouped.values():
         words.sort(key=lambda w: w.box[0])
-        lines.append(Line(tuple(words), min(w.box[1] for w in words), max(w.box[3] for w in words),
-                          words[0].box[0], max(w.box[2] for w in words),
-                          median(w.box[3] - w.box[1] for w in words)))
+        lines.append(
+            Line(
+                tuple(words),
+                min(w.box[1] for w in words),
+                max(w.box[3] for w in words),
+                words[0].box[0],
+                max(w.box[2] for w in words),
+                median(w.box[3] - w.box[1] for w in words),
+            )
+        )
     return sorted(lines, key=lambda ln: (ln.top, ln.left))
 
 
 def rows(lines: list[Line]) -> list[list[int]]:
     """Each line's printed row: the lines whose middle lies within its height (table cells, a label and
     its value), as indexes into `lines`, left to right."""
-    return [sorted((j for j, other in enumerate(lines) if line.top <= other.centre <= line.bottom),
-                   key=lambda j: lines[j].left) for line in lines]
+    return [
+        sorted(
+            (j for j, other in enumerate(lines) if line.top <= other.centre <= line.bottom), key=lambda j: lines[j].left
+        )
+        for line in lines
+    ]
 
 
 def _heading_like(line: Line) -> bool:

@@ -4,6 +4,7 @@ Used for scanned pages, for drawings and photos on pages that do have a text lay
 layer's words are painted over first, so only the remaining ink is read), and for screenshot
 queries. Blocking calls: run them off the event loop.
 """
+
 from __future__ import annotations
 
 import io
@@ -50,7 +51,9 @@ class Ocr:
             out.append((text, tuple(float(v) for v in box)))
         return out
 
-    def page_words(self, jpeg: bytes, dpi: float, ocr_dpi: int, covered: tuple[Word, ...], first_line: int) -> list[Word]:
+    def page_words(
+        self, jpeg: bytes, dpi: float, ocr_dpi: int, covered: tuple[Word, ...], first_line: int
+    ) -> list[Word]:
         """OCR words for ink that the text layer does not cover, read at `ocr_dpi` (or at `dpi`, the
         page's own, where a big page was rendered at less: enlarging adds no detail, only memory)."""
         image = Image.open(io.BytesIO(jpeg))
@@ -64,7 +67,12 @@ class Ocr:
             x0, y0, x1, y1 = word.box
             pad = 0.002
             mask.rectangle(
-                ((x0 - pad) * image.width, (y0 - pad) * image.height, (x1 + pad) * image.width, (y1 + pad) * image.height),
+                (
+                    (x0 - pad) * image.width,
+                    (y0 - pad) * image.height,
+                    (x1 + pad) * image.width,
+                    (y1 + pad) * image.height,
+                ),
                 fill="white",
             )
         words: list[Word] = []

@@ -19,25 +19,38 @@ printed in bold. When the question names a measure or asks for a shortcut and no
 when the first quote comes from a document that never mentions the product asked about, the answer
 says so.
 """
+
 from __future__ import annotations
 
 import asyncio
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 import numpy as np
 
-from ...field_names import field_names_in, language_of, name_in
+from ...citations import union_box
+from ...language.field_names import field_names_in, language_of, name_in
+from ...language.fold import fold
+from ...language.names import name_runs
+from ...language.question_kind import (
+    VALUE,
+    asked_measure,
+    asked_shortcut,
+    asks_procedure,
+    asks_quantity,
+    counted,
+    stated_values,
+)
+from ...language.stopwords import STOPWORDS
+from ...language.tokens import content_tokens, stem
+from ...language.topics import CURRENCY, PRICE_WORDS, TOPIC_CUES
 from ...markup import literal
-from ...names import name_runs
-from ...records import Box, Draft, DraftCitation, Page, QueryImage, ReaderPage, Word, union_box
-from ...text import STOPWORDS, content_tokens, fold, stem
+from ...records import Box, Draft, DraftCitation, QueryImage, ReaderPage, Word
 from .answer_span import in_bold, is_number
 from .context import subject_of
 from .layout import LARGER, Line, frame, printed_lines, rows
-from .question_kind import VALUE, asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted, stated_values
 
 MAX_QUOTES = 3
 FRAME_SHARE = 0.6  # a question word in a line's headings or table header counts this much of one in the line
@@ -55,16 +68,6 @@ LOCAL_NOTICE = (
     "_Local mode: these are the passages of the retrieved pages that best match the question, quoted as "
     "printed. pixelrag does not compose answers without a Gemini key._"
 )
-PRICE_WORDS = re.compile(r"\b(price|prices|cost|costs|pric\w*|preis\w*|kosten|cena|ceny|koszt\w*)\b", re.I)
-CURRENCY = re.compile(r"(€|\$|£|\bEUR\b|\bUSD\b|\bPLN\b|\bzł|\bCHF\b)", re.I)
-TOPIC_CUES = [  # words that give a question's topic away (the topics: records.TOPICS)
-    ("warranty", ("warrant", "garantie", "gewährleistung", "gwarancj")),
-    ("complaint", ("complain", "reklamation", "beschwerde", "reklamacj", "defect")),
-    ("price", ("price", "cost", "preis", "kosten", "cena", "koszt")),
-    ("service", ("service", "repair", "maintenance", "wartung", "reparatur", "serwis", "napraw", "support")),
-    ("instructions", ("how do", "how to", "install", "step", "procedure", "connect", "anleitung", "einstell",
-                      "schritt", "jak ", "instrukc", "krok", "update", "flash")),
-]
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def windows(lines: list[PrintedLine], longest: int = 3) -> list[tuple[tuple[Word
         for n in range(1, longest + 1):
             if i + n > len(lines) or (n > 1 and apart(lines[i + n - 2].words, lines[i + n - 1].words)):
                 break
-            out.append((tuple(dict.fromkeys(w for line in lines[i:i + n] for w in line.words)), lines[i:i + n]))
+            out.append((tuple(dict.fromkeys(w for line in lines[i : i + n] for w in line.words)), lines[i : i + n]))
     return out
 
 
@@ -151,14 +154,20 @@ def runs_on(line: tuple[Word, ...]) -> bool:
     return len(line) >= 8 or last[-1] in ",;:-–(" or fold(last) in STOPWORDS
 
 
+def _height(words: tuple[Word, ...]) -> float:
+    return max(w.box[3] - w.box[1] for w in words)
+
+
 def heading(line: tuple[Word, ...], below: tuple[Word, ...]) -> bool:
     """Whether a line heads what is below it: numbered as a section ("1.2 Related Products") or printed larger."""
-    size = lambda ws: max(w.box[3] - w.box[1] for w in ws)
-    return line is not below and (bool(HEADING_NUMBER.fullmatch(line[0].text)) or size(line) > LARGER * size(below))
+    if line is below:
+        return False
+    return bool(HEADING_NUMBER.fullmatch(line[0].text)) or _height(line) > LARGER * _height(below)
 
 
-def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2,
-                      longest: int = 60, steps: bool = False) -> tuple[Word, ...]:
+def complete_sentence(
+    words: tuple[Word, ...], lines: list[tuple[Word, ...]], extra: int = 2, longest: int = 60, steps: bool = False
+) -> tuple[Word, ...]:
     """A quote that stops mid-sentence runs on, up to `extra` more lines, to where the sentence can end:
     the answer is often its second half; with `steps` (a how-to question) it runs on past a sentence's
     end too, for the steps follow the introduction. One that starts mid-sentence (in lower case, after
@@ -166,22 +175,27 @@ def complete_sentence(words: tuple[Word, ...], lines: list[tuple[Word, ...]], ex
     out = list(words)
     first = next((i for i, line in enumerate(lines) if words[0] in line), None)
     if first is not None and words[0].text[:1].islower():
-        for line in reversed(lines[max(0, first - extra):first]):
+        for line in reversed(lines[max(0, first - extra) : first]):
             if not runs_on(line) or len(out) + len(line) > longest:
                 break
             out = [w for w in line if w not in out] + out
     at = next((i for i, line in enumerate(lines) if words[-1] in line), None)
     if at is None:
         return tuple(out)
-    for line in lines[at + 1:at + 1 + extra]:
+    for line in lines[at + 1 : at + 1 + extra]:
         if not (steps or runs_on(lines[at])) or len(out) + len(line) > longest:
             break
         out += [w for w in line if w not in out]
         at += 1
     heads = first is not None and heading(lines[first], lines[at])
-    for line in lines[at + 1:at + 1 + LIST_ITEMS]:  # a heading's list of short items: to its end
-        if not heads or len(lines[at]) >= SHORT or len(line) >= SHORT or apart(lines[at], line) \
-                or len(out) + len(line) > longest:
+    for line in lines[at + 1 : at + 1 + LIST_ITEMS]:  # a heading's list of short items: to its end
+        if (
+            not heads
+            or len(lines[at]) >= SHORT
+            or len(line) >= SHORT
+            or apart(lines[at], line)
+            or len(out) + len(line) > longest
+        ):
             break
         out += [w for w in line if w not in out]
         at += 1
@@ -197,8 +211,11 @@ def repeated_lines(pages_lines: list[list[tuple[Word, ...]]], margin: float = 0.
     """Running headers and footers: lines in the top or bottom margin printed on two or more pages."""
     counts: dict[str, int] = {}
     for page_lines in pages_lines:
-        edges = {_shape(ws) for ws in page_lines
-                 if max(w.box[3] for w in ws) < margin or min(w.box[1] for w in ws) > 1 - margin}
+        edges = {
+            _shape(ws)
+            for ws in page_lines
+            if max(w.box[3] for w in ws) < margin or min(w.box[1] for w in ws) > 1 - margin
+        }
         for shape in edges:
             counts[shape] = counts.get(shape, 0) + 1
     return {shape for shape, n in counts.items() if n > 1 and shape}
@@ -229,8 +246,11 @@ def concepts(question: str, query: set[str]) -> list[set[str]]:
 def inflected(terms: set[str], query: set[str]) -> set[str]:
     """A passage's terms, with each query term that one of them inflects by a letter ("weigh" in "weight",
     "servo" in "servos") counted as present: stems of six letters leave short words whole."""
-    return terms | {q for q in query - terms if len(q) >= 4 and q.isalpha()
-                    and any(len(t) == len(q) + 1 and t.startswith(q) for t in terms)}
+    return terms | {
+        q
+        for q in query - terms
+        if len(q) >= 4 and q.isalpha() and any(len(t) == len(q) + 1 and t.startswith(q) for t in terms)
+    }
 
 
 def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequence[Passage]) -> str:
@@ -278,8 +298,9 @@ class ExtractiveReader:
     def __init__(self, similarity: Callable[[str, list[str]], np.ndarray] | None = None):
         self.similarity = similarity
 
-    async def read(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                   guidance: str = "") -> Draft:
+    async def read(
+        self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage], guidance: str = ""
+    ) -> Draft:
         # `guidance` (a Jev task's formatting instructions) has no prompt to go into: the quotes stay as they are.
         # running headers and footers answer nothing, nor frame what does
         raw = [printed_lines(rp.page) for rp in pages]
@@ -287,17 +308,24 @@ class ExtractiveReader:
         boilerplate = {w for page in raw for ln in page if _shape(ln.words) in shapes for w in ln.words}
         printed = [[ln for ln in passages(lines, boilerplate) if not set(ln.words) <= boilerplate] for lines in raw]
         pages_lines = [[ln.words for ln in page] for page in printed]
-        candidates = [Passage(rp, rank, words, len(run), run[0].frame, run[0].header,
-                              tuple(ln.framed_text for ln in run))
-                      for rank, (rp, page) in enumerate(zip(pages, printed)) for words, run in windows(page)]
+        candidates = [
+            Passage(rp, rank, words, len(run), run[0].frame, run[0].header, tuple(ln.framed_text for ln in run))
+            for rank, (rp, page) in enumerate(zip(pages, printed))
+            for words, run in windows(page)
+        ]
         query = {stem(t) for t in content_tokens(question)}
         if not candidates or not query:
-            return Draft(LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
-                         limitations=("No readable text was found on the retrieved pages.",), topic=topic_of(question))
+            return Draft(
+                LOCAL_NOTICE + "\n\nThe retrieved pages hold no readable text to quote.",
+                limitations=("No readable text was found on the retrieved pages.",),
+                topic=topic_of(question),
+            )
         # Rare terms matter more: weight each query term by its rarity among the candidate passages.
         stems = [inflected({stem(t) for t in content_tokens(p.text)}, query) for p in candidates]
-        frame_stems = {f: inflected({stem(t) for t in content_tokens(" ".join(w.text for w in f))}, query)
-                       for f in {p.frame for p in candidates}}  # windows of one line share its frame
+        frame_stems = {
+            f: inflected({stem(t) for t in content_tokens(" ".join(w.text for w in f))}, query)
+            for f in {p.frame for p in candidates}
+        }  # windows of one line share its frame
         framed = [frame_stems[p.frame] for p in candidates]
         weight = {t: math.log(1 + len(candidates) / (1 + sum(t in s for s in stems))) for t in query}
         # Words of the documents' titles pick the document, not the passage within it.
@@ -332,8 +360,14 @@ class ExtractiveReader:
         shortcut = asked_shortcut(question)
 
         def holds_form_asked(text: str) -> bool:
-            return bool(measure and measure[1].search(text) or count and count.search(fold(text))
-                        or shortcut and shortcut.search(text))
+            return bool(
+                measure
+                and measure[1].search(text)
+                or count
+                and count.search(fold(text))
+                or shortcut
+                and shortcut.search(text)
+            )
 
         def lexical_score(i: int) -> float:
             words = candidates[i].words
@@ -361,8 +395,10 @@ class ExtractiveReader:
             # further quotes only when not far behind the best: weak matches are noise
             if len(chosen) == MAX_QUOTES or final[i] < FURTHER_QUOTES * final[order[0]]:
                 break
-            quote = replace(candidates[i], words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank],
-                                                                   steps=procedure))
+            quote = replace(
+                candidates[i],
+                words=complete_sentence(candidates[i].words, pages_lines[candidates[i].rank], steps=procedure),
+            )
             if any(set(quote.words) & set(c.words) or fold(quote.text) == fold(c.text) for c in chosen):
                 continue  # overlapping windows, or a drawing printed on two pages, would quote the same twice
             chosen.append(quote)
@@ -386,8 +422,14 @@ class ExtractiveReader:
         citations = tuple(DraftCitation(p.page.hit.doc_id, p.page.hit.page, p.text, p.box) for p in chosen)
         return Draft("\n".join(lines), citations, tuple(limitations), topic_of(question))
 
-    async def read_streaming(self, question: str, pages: Sequence[ReaderPage], images: Sequence[QueryImage],
-                             on_text: Callable[[str], None], guidance: str = "") -> Draft:
+    async def read_streaming(
+        self,
+        question: str,
+        pages: Sequence[ReaderPage],
+        images: Sequence[QueryImage],
+        on_text: Callable[[str], None],
+        guidance: str = "",
+    ) -> Draft:
         """Quotes are chosen all at once: the text arrives whole when they are."""
         draft = await self.read(question, pages, images)
         on_text(draft.markdown)
@@ -404,5 +446,6 @@ class ExtractiveReader:
         dense = [max(similar[t] for t in candidates[i].read_as) for i in shortlist]
         low, spread = min(dense), (max(dense) - min(dense)) or 1.0
         top = lexical[shortlist[0]]
-        return {i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (d - low) / spread
-                for i, d in zip(shortlist, dense)}
+        return {
+            i: (1 - DENSE_SHARE) * lexical[i] / top + DENSE_SHARE * (d - low) / spread for i, d in zip(shortlist, dense)
+        }

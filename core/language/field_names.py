@@ -7,10 +7,13 @@ common synonyms in any of them (these are recognised in a question, never looked
 language is not known). General vocabulary of datasheets and manuals, written without looking at any
 evaluation question; not tuned to a corpus.
 """
+
 from __future__ import annotations
 
+from .fold import fold
 from .phrases import Phrases
-from .text import STOPWORDS, fold, stem, tokens
+from .stopwords import STOPWORDS
+from .tokens import stem, tokens
 
 FIELD_NAMES: tuple[tuple[str, ...], ...] = (
     # --- electrical quantities and parts ---
@@ -56,7 +59,6 @@ FIELD_NAMES: tuple[tuple[str, ...], ...] = (
     ("capacity", "kapazität", "pojemność", "capacité", "capacità", "capacidad"),
     ("display", "anzeige", "wyświetlacz", "afficheur", "display", "pantalla", "affichage"),
     ("indicator", "anzeige", "wskaźnik", "voyant", "spia", "indicador", "kontrollleuchte", "indicateur", "indicatore"),
-
     # --- mechanical and physical ---
     ("size", "größe", "rozmiar", "taille", "dimensione", "tamaño", "wielkość"),
     ("dimension", "abmessung", "wymiar", "dimension", "dimensione", "dimensión", "maß"),
@@ -96,7 +98,6 @@ FIELD_NAMES: tuple[tuple[str, ...], ...] = (
     ("packaging", "verpackung", "opakowanie", "emballage", "imballaggio", "embalaje"),
     ("protection", "schutz", "ochrona", "protection", "protezione", "protección", "zabezpieczenie"),
     ("storage", "lagerung", "przechowywanie", "stockage", "conservazione", "almacenamiento", "entreposage"),
-
     # --- data and software ---
     ("firmware", "firmware", "firmware", "micrologiciel", "firmware", "firmware", "oprogramowanie układowe"),
     ("software", "software", "oprogramowanie", "logiciel", "software", "software"),
@@ -136,27 +137,85 @@ FIELD_NAMES: tuple[tuple[str, ...], ...] = (
     ("resolution", "auflösung", "rozdzielczość", "résolution", "risoluzione", "resolución"),
     ("status", "status", "stan", "état", "stato", "estado", "zustand"),
     ("message", "meldung", "komunikat", "message", "messaggio", "mensaje", "nachricht", "wiadomość"),
-    ("pair", "koppeln", "sparować", "appairer", "associare", "emparejar", "associer", "jumeler", "accoppiare", "vincular"),
-
+    (
+        "pair",
+        "koppeln",
+        "sparować",
+        "appairer",
+        "associare",
+        "emparejar",
+        "associer",
+        "jumeler",
+        "accoppiare",
+        "vincular",
+    ),
     # --- manual structure, specifications and actions ---
     ("manual", "anleitung", "instrukcja", "manuel", "manuale", "manual", "handbuch", "bedienungsanleitung"),
-    ("datasheet", "datenblatt", "karta katalogowa", "fiche technique", "scheda tecnica", "hoja de datos", "ficha técnica"),
+    (
+        "datasheet",
+        "datenblatt",
+        "karta katalogowa",
+        "fiche technique",
+        "scheda tecnica",
+        "hoja de datos",
+        "ficha técnica",
+    ),
     ("specification", "spezifikation", "specyfikacja", "spécification", "specifica", "especificación"),
     ("schematic", "schaltplan", "schemat", "schéma", "schema", "esquema", "diagram", "schaltbild"),
     ("wiring", "verdrahtung", "okablowanie", "câblage", "cablaggio", "cableado", "verkabelung"),
     ("function", "funktion", "funkcja", "fonction", "funzione", "función"),
-    ("operation", "betrieb", "działanie", "fonctionnement", "funzionamento", "funcionamiento", "operating", "bedienung", "obsługa"),
+    (
+        "operation",
+        "betrieb",
+        "działanie",
+        "fonctionnement",
+        "funzionamento",
+        "funcionamiento",
+        "operating",
+        "bedienung",
+        "obsługa",
+    ),
     ("use", "verwendung", "użytkowanie", "utilisation", "uso", "uso", "gebrauch", "użycie", "usage"),
     ("model", "modell", "model", "modèle", "modello", "modelo"),
     ("serial number", "seriennummer", "numer seryjny", "numéro de série", "numero di serie", "número de serie"),
-    ("accuracy", "genauigkeit", "dokładność", "précision", "precisione", "precisión", "exactitude", "accuratezza", "exactitud"),
+    (
+        "accuracy",
+        "genauigkeit",
+        "dokładność",
+        "précision",
+        "precisione",
+        "precisión",
+        "exactitude",
+        "accuratezza",
+        "exactitud",
+    ),
     ("range", "bereich", "zakres", "plage", "intervallo", "rango", "gamme", "gamma", "intervalo"),
     ("range", "reichweite", "zasięg", "portée", "portata", "alcance"),
     ("maximum", "maximum", "maksimum", "maximum", "massimo", "máximo", "max", "maksymalny", "maximal"),
     ("minimum", "minimum", "minimum", "minimum", "minimo", "mínimo", "min", "minimalny", "minimal"),
-    ("rated", "nennwert", "znamionowy", "nominal", "nominale", "nominal", "nominal value", "wartość znamionowa", "valeur nominale", "valore nominale", "valor nominal"),
+    (
+        "rated",
+        "nennwert",
+        "znamionowy",
+        "nominal",
+        "nominale",
+        "nominal",
+        "nominal value",
+        "wartość znamionowa",
+        "valeur nominale",
+        "valore nominale",
+        "valor nominal",
+    ),
     ("default", "standard", "domyślny", "par défaut", "predefinito", "predeterminado", "voreinstellung", "por defecto"),
-    ("factory setting", "werkseinstellung", "ustawienie fabryczne", "réglage d'usine", "impostazione di fabbrica", "configuración de fábrica", "paramètres d'usine"),
+    (
+        "factory setting",
+        "werkseinstellung",
+        "ustawienie fabryczne",
+        "réglage d'usine",
+        "impostazione di fabbrica",
+        "configuración de fábrica",
+        "paramètres d'usine",
+    ),
     ("warning", "warnung", "ostrzeżenie", "avertissement", "avvertenza", "advertencia", "avvertimento"),
     ("caution", "vorsicht", "uwaga", "attention", "attenzione", "precaución", "précaution"),
     ("danger", "gefahr", "niebezpieczeństwo", "danger", "pericolo", "peligro"),
@@ -166,7 +225,15 @@ FIELD_NAMES: tuple[tuple[str, ...], ...] = (
     ("maintenance", "wartung", "konserwacja", "entretien", "manutenzione", "mantenimiento", "maintenance"),
     ("cleaning", "reinigung", "czyszczenie", "nettoyage", "pulizia", "limpieza"),
     ("repair", "reparatur", "naprawa", "réparation", "riparazione", "reparación"),
-    ("troubleshooting", "fehlerbehebung", "rozwiązywanie problemów", "dépannage", "risoluzione dei problemi", "solución de problemas", "störungsbeseitigung"),
+    (
+        "troubleshooting",
+        "fehlerbehebung",
+        "rozwiązywanie problemów",
+        "dépannage",
+        "risoluzione dei problemi",
+        "solución de problemas",
+        "störungsbeseitigung",
+    ),
     ("error", "fehler", "błąd", "erreur", "errore", "error"),
     ("fault", "störung", "usterka", "panne", "guasto", "avería", "malfunction", "défaut", "fallo", "awaria"),
     ("disposal", "entsorgung", "utylizacja", "élimination", "smaltimento", "eliminación"),

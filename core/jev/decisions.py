@@ -1,13 +1,14 @@
 """The Jev page selector's decisions, without HTTP: which pages to keep from the candidates' relevance
 probabilities, whether a topic or task answer is confident enough to use, and the reader
-instructions a task adds. core/jev.py asks TypeSafe; this module decides what the answer does with it.
+instructions a task adds. core/jev/selector.py asks TypeSafe; this module decides what the answer does with it.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
-from .records import TOPICS
+from ..records import TOPICS
 
 CANDIDATES = 8  # pages retrieved for Jev to judge when it is on (top_k of them are kept)
 CONFIDENT = 0.65  # a topic or task below this changes nothing
@@ -32,12 +33,12 @@ assert tuple(TOPIC_MEANING) == TOPICS
 # Fixed instructions per task (the Gemini reader puts them in its prompt; the extractive reader has none).
 GUIDANCE = {
     "procedure": "Give the procedure as numbered steps, in the documented order, one step per line, each "
-                 "cited; do not add steps the pages do not document.",
+    "cited; do not add steps the pages do not document.",
     "compare": "Compare along the dimensions the question names (for example price, size, power), one line "
-               "or table row per dimension, each value cited; say which values the pages do not state.",
+    "or table row per dimension, each value cited; say which values the pages do not state.",
     "find_document": "The question asks for a particular document. If the pages are not that document (say "
-                     "the warranty or the manual is missing and only a brochure was found), say plainly that it "
-                     "is missing; do not answer from another kind of document instead.",
+    "the warranty or the manual is missing and only a brochure was found), say plainly that it "
+    "is missing; do not answer from another kind of document instead.",
 }
 
 

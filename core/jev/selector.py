@@ -4,7 +4,7 @@ Opt-in only (Settings.jev == "rerank"; a TYPESAFE_API_KEY alone changes nothing)
 returns CANDIDATES pages instead of top_k; one `system_one` request asks one `noul` relevance question
 per candidate, each carrying that candidate's page thumbnail, plus one `choice` for the question's
 topic and one for its task. Only the question text and the screenshots are shared state. What to
-keep is decided in core/page_selection.py.
+keep is decided in core/jev/decisions.py.
 
 Never worse than off: a missing key, a timeout, an API error (429/5xx after the SDK's retries,
 within this question's share of the time budget) or an unusable page decision keeps the dense
@@ -16,19 +16,21 @@ from the JSON body (endpoints.py); RetryPolicy retries 408/429/5xx and timeouts 
 retry-after(-ms), `timeout` bounding all attempts (retry.py); errors by status (errors.py). Image
 questions need the `TypeSafe-Danger-Zone-Images: true` header (issue 13).
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from . import deadline
-from .config import Settings
-from .jev_images import thumbnail
-from .page_selection import CANDIDATES, TASK_MEANING, TASKS, TOPIC_MEANING, confident_choice, guidance, probability, select
-from .records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection
+from .. import deadline
+from ..config import Settings
+from ..records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection
+from .decisions import CANDIDATES, TASK_MEANING, TASKS, TOPIC_MEANING, confident_choice, guidance, probability, select
+from .thumbnails import thumbnail
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +38,20 @@ IMAGES_HEADER = "TypeSafe-Danger-Zone-Images"
 MAX_RETRIES = 2  # three attempts at most, and only while the budget lasts
 BUDGET_SHARE = 0.5  # of what is left of the question's budget: the reader needs the rest
 MIN_BUDGET_S = 0.1
-RELEVANCE = ("Does the page image show the information needed to answer the question in the state "
-             "(its text and any screenshots)?")
-RELEVANT = {"true": "The page states or shows what the question asks for.",
-            "false": "The page is about something else, or only mentions the subject."}
+RELEVANCE = (
+    "Does the page image show the information needed to answer the question in the state "
+    "(its text and any screenshots)?"
+)
+RELEVANT = {
+    "true": "The page states or shows what the question asks for.",
+    "false": "The page is about something else, or only mentions the subject.",
+}
 
 
 @dataclass(frozen=True)
 class Picked:
     """The pages the reader gets and what the selector adds to the answer."""
+
     pages: tuple[ReaderPage, ...]
     selection: Selection | None = None
     guidance: str = ""  # reader instructions for a confident task
@@ -97,8 +104,9 @@ class PageSelector:
         return self._decide(candidates, k, answers, model)
 
     # -- the request ---------------------------------------------------------------------------------
-    async def _ask(self, question: str, images: Sequence[QueryImage], candidates: Sequence[ReaderPage],
-                   budget: float) -> tuple[dict, str]:
+    async def _ask(
+        self, question: str, images: Sequence[QueryImage], candidates: Sequence[ReaderPage], budget: float
+    ) -> tuple[dict, str]:
         from pydantic import BaseModel
         from typesafe_sdk import AsyncTypeSafeClient, Choice, Image, Noul, RetryPolicy
 
@@ -112,19 +120,36 @@ class PageSelector:
         if shots:
             state["screenshots"] = [Image(t) for t in shots]
         questions: dict[str, Any] = {
-            page_key(n): Noul(instructions={"task": RELEVANCE, "document": rp.hit.title, "page_number": rp.hit.page,
-                                            "page_image": Image(t)}, criteria=RELEVANT)
+            page_key(n): Noul(
+                instructions={
+                    "task": RELEVANCE,
+                    "document": rp.hit.title,
+                    "page_number": rp.hit.page,
+                    "page_image": Image(t),
+                },
+                criteria=RELEVANT,
+            )
             for n, (rp, t) in enumerate(zip(candidates, pages), 1)
         }
         questions["topic"] = Choice(instructions="What is the question in the state about?", criteria=TOPIC_MEANING)
         questions["task"] = Choice(instructions="What does the question in the state ask for?", criteria=TASK_MEANING)
         s = self.settings
-        retry = RetryPolicy(max_retries=MAX_RETRIES, backoff_initial=s.retry_initial_delay_s,
-                            backoff_max=max(s.retry_initial_delay_s, 5.0), timeout=budget)
-        async with AsyncTypeSafeClient(api_key=s.typesafe_api_key, base_url=s.typesafe_base_url, model=s.typesafe_model,
-                                       retry=retry, timeout=budget) as client:
-            response = await client.system_one(state, questions, model=s.typesafe_model,
-                                               extra_headers={IMAGES_HEADER: "true"}, response_model=Loose)
+        retry = RetryPolicy(
+            max_retries=MAX_RETRIES,
+            backoff_initial=s.retry_initial_delay_s,
+            backoff_max=max(s.retry_initial_delay_s, 5.0),
+            timeout=budget,
+        )
+        async with AsyncTypeSafeClient(
+            api_key=s.typesafe_api_key,
+            base_url=s.typesafe_base_url,
+            model=s.typesafe_model,
+            retry=retry,
+            timeout=budget,
+        ) as client:
+            response = await client.system_one(
+                state, questions, model=s.typesafe_model, extra_headers={IMAGES_HEADER: "true"}, response_model=Loose
+            )
         return response.answers, response.model
 
     # -- the decision --------------------------------------------------------------------------------
@@ -167,9 +192,15 @@ def fallback_note(reason: str) -> str:
 
 def describe(exc: BaseException) -> str:
     """Why the request failed, for the reply (no key, no body beyond the service's own message)."""
-    from typesafe_sdk import (TypeSafeAPIConnectionError, TypeSafeAPIError, TypeSafeAPIResponseValidationError,
-                              TypeSafeAPITimeoutError, TypeSafeAuthenticationError, TypeSafeError,
-                              TypeSafeRateLimitError)
+    from typesafe_sdk import (
+        TypeSafeAPIConnectionError,
+        TypeSafeAPIError,
+        TypeSafeAPIResponseValidationError,
+        TypeSafeAPITimeoutError,
+        TypeSafeAuthenticationError,
+        TypeSafeError,
+        TypeSafeRateLimitError,
+    )
 
     if isinstance(exc, TypeSafeAPITimeoutError):
         return "TypeSafe did not answer in time"

@@ -1,8 +1,10 @@
 """Fixed phrases of one or more words found in a text's folded tokens: the written-out forms behind an
 abbreviation (abbreviations.py), a field's names in six languages (field_names.py)."""
+
 from __future__ import annotations
 
-from typing import Generic, Iterable, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar
 
 Value = TypeVar("Value")
 
@@ -31,8 +33,8 @@ class Phrases(Generic[Value]):
         """(start, end, value) of the longest phrase starting at each token that starts one."""
         found = []
         for i, token in enumerate(tokens):
-            for words, value in self._by_start.get(token[:self.inflectable], ()):
-                span = tokens[i:i + len(words)]
+            for words, value in self._by_start.get(token[: self.inflectable], ()):
+                span = tokens[i : i + len(words)]
                 if len(span) == len(words) and all(self._same_word(w, t) for w, t in zip(words, span)):
                     found.append((i, i + len(words), value))
                     break

@@ -5,6 +5,7 @@ MIN_SIDE is our assumption, not a documented limit: neither typesafe-sdk 0.7.5 (
 only that an image is non-empty and labels PNG/JPEG by signature) nor the docs we could read state a
 minimum. It is one constant here, and eval/fakes/typesafe.py enforces the same one.
 """
+
 from __future__ import annotations
 
 import io

@@ -1,31 +1,17 @@
-"""Tokenizing shared by lexical search, the extractive reader and quote location."""
+"""Words that carry no subject, in the languages people ask in."""
+
 from __future__ import annotations
 
-import functools
-import re
-import unicodedata
-
-from .abbreviations import abbreviations_in
-
-TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
-# Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
-COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
-
-
-def fold(text: str) -> str:
-    """Lowercase and strip diacritics, so 'Größe' ~ 'grosse' and 'łącze' ~ 'lacze'."""
-    if text.isascii():  # most pages: nothing to strip, and much faster
-        return text.lower()
-    text = text.lower().replace("ß", "ss").replace("ł", "l")
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
+from .fold import fold
 
 # Words that carry no subject: function words, and the verbs and fillers people wrap a question in
 # ("I think I've seen…", "worauf muss man…", "żeby…"), in English, German and Polish, and the function
 # words of French, Italian, Spanish and Dutch, so that a question in those is not told its "quelle" or
 # "della" is on no page. Left out: short words that are also names in technical text (AUX, CE, EN, mA,
 # the Arduino Uno, Polish "pas"). Compared after folding, like every token.
-STOPWORDS = frozenset(fold(word) for word in """
+STOPWORDS = frozenset(
+    fold(word)
+    for word in """
     a an the and or of to in on at for by with from is are was were be been being it its this that these those
     as do does did doesn don didn isn aren what which who whom how much many when where why there their
     they them can could should would will shall may might must i you we he she my your our me us not no any
@@ -51,31 +37,5 @@ STOPWORDS = frozenset(fold(word) for word in """
     esa me te nos muy
     het een zijn wat welke hoe waar wanneer waarom voor met van op aan bij uit moet mijn niet ook dit deze
     er ik je
-    """.split())
-
-
-def tokens(text: str) -> list[str]:
-    return TOKEN.findall(fold(text))
-
-
-def content_tokens(text: str) -> list[str]:
-    """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts
-    and the abbreviations of written-out terms ("microcontroller" adds "mcu")."""
-    folded = fold(text)
-    all_words = TOKEN.findall(folded)
-    words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    compounds = COMPOUND.findall(folded)
-    for ident in compounds:
-        if not ident[0].isdigit():
-            # an identifier (P7, Y1) stands whole; its bare one-digit number would count it twice and
-            # match every other "7" on the page. Longer numbers stay ("OUT14" ~ "OUT 14").
-            for number in re.findall(r"\d+", ident):
-                if len(number) == 1 and number in words:
-                    words.remove(number)
-    return words + compounds + abbreviations_in(all_words)
-
-
-@functools.lru_cache(maxsize=1 << 18)  # a corpus repeats its words; indexing calls this per token
-def stem(token: str) -> str:
-    """A crude language-agnostic stem: long words share their first 6 letters."""
-    return token if len(token) <= 6 or any(c.isdigit() for c in token) else token[:6]
+    """.split()
+)

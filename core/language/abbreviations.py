@@ -6,15 +6,15 @@ written-out form appears, in a page or in a question, the abbreviation is added 
 either wording finds the other and both languages meet on the same token. Only well-established,
 unambiguous abbreviations belong here; the list is general technical vocabulary, not tuned to a corpus.
 """
+
 from __future__ import annotations
 
 from .phrases import Phrases
 
-# abbreviation -> written-out forms, lowercase, diacritics folded (see text.fold), words separated by
+# abbreviation -> written-out forms, lowercase, diacritics folded (see fold.py), words separated by
 # spaces. Long words also match inflected endings ("microcontrollers", "zasilacza"; see INFLECTABLE).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "mcu": ("microcontroller", "micro controller", "microcontroller unit", "mikrocontroller",
-            "mikrokontroler"),
+    "mcu": ("microcontroller", "micro controller", "microcontroller unit", "mikrocontroller", "mikrokontroler"),
     "cpu": ("central processing unit",),
     "gpu": ("graphics processing unit", "grafikprozessor", "procesor graficzny"),
     "pcb": ("printed circuit board", "circuit board", "leiterplatte", "platine", "plytka drukowana"),
@@ -26,10 +26,18 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "esc": ("electronic speed controller", "electronic speed control", "fahrtregler"),
     "bec": ("battery eliminator circuit",),
     "pwm": ("pulse width modulation", "pulsweitenmodulation", "modulacja szerokosci impulsu"),
-    "adc": ("analog to digital converter", "analog digital converter", "analog digital wandler",
-            "przetwornik analogowo cyfrowy"),
-    "dac": ("digital to analog converter", "digital analog converter", "digital analog wandler",
-            "przetwornik cyfrowo analogowy"),
+    "adc": (
+        "analog to digital converter",
+        "analog digital converter",
+        "analog digital wandler",
+        "przetwornik analogowo cyfrowy",
+    ),
+    "dac": (
+        "digital to analog converter",
+        "digital analog converter",
+        "digital analog wandler",
+        "przetwornik cyfrowo analogowy",
+    ),
     "gpio": ("general purpose input output",),
     "uart": ("universal asynchronous receiver transmitter",),
     "usb": ("universal serial bus",),
@@ -55,8 +63,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "hdd": ("hard disk drive", "hard disk", "festplatte", "dysk twardy"),
     "lan": ("local area network", "lokales netzwerk", "siec lokalna"),
     "esd": ("electrostatic discharge", "elektrostatische entladung", "wyladowanie elektrostatyczne"),
-    "emc": ("electromagnetic compatibility", "elektromagnetische vertraglichkeit",
-            "kompatybilnosc elektromagnetyczna"),
+    "emc": ("electromagnetic compatibility", "elektromagnetische vertraglichkeit", "kompatybilnosc elektromagnetyczna"),
     "awg": ("american wire gauge",),
     "cnc": ("computer numerical control",),
     "fdm": ("fused deposition modeling",),
@@ -65,8 +72,7 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 # Inflected endings (up to 3 more letters) are matched only on words at least this long; shorter ones
 # must match whole.
 INFLECTABLE = 7
-_FORMS = Phrases(((form, abbreviation) for abbreviation, forms in ABBREVIATIONS.items() for form in forms),
-                 INFLECTABLE)
+_FORMS = Phrases(((form, abbreviation) for abbreviation, forms in ABBREVIATIONS.items() for form in forms), INFLECTABLE)
 
 
 def abbreviation_spans(tokens: list[str]) -> list[tuple[int, int, str]]:

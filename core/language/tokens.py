@@ -1,0 +1,41 @@
+"""Tokenizing shared by lexical search, the extractive reader and quote location."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .abbreviations import abbreviations_in
+from .fold import fold
+from .stopwords import STOPWORDS
+
+TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
+# Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
+COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(fold(text))
+
+
+def content_tokens(text: str) -> list[str]:
+    """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts
+    and the abbreviations of written-out terms ("microcontroller" adds "mcu")."""
+    folded = fold(text)
+    all_words = TOKEN.findall(folded)
+    words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    compounds = COMPOUND.findall(folded)
+    for ident in compounds:
+        if not ident[0].isdigit():
+            # an identifier (P7, Y1) stands whole; its bare one-digit number would count it twice and
+            # match every other "7" on the page. Longer numbers stay ("OUT14" ~ "OUT 14").
+            for number in re.findall(r"\d+", ident):
+                if len(number) == 1 and number in words:
+                    words.remove(number)
+    return words + compounds + abbreviations_in(all_words)
+
+
+@functools.lru_cache(maxsize=1 << 18)  # a corpus repeats its words; indexing calls this per token
+def stem(token: str) -> str:
+    """A crude language-agnostic stem: long words share their first 6 letters."""
+    return token if len(token) <= 6 or any(c.isdigit() for c in token) else token[:6]
