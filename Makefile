@@ -2,12 +2,13 @@
 #   make demo  — set up, then index a generated sample brochure and ask it a question, offline
 #   make test  — set up with the test extras, then run the offline test suite
 #   make test-minimums — the chat adapters' tests again, on the oldest versions pyproject.toml allows
+#   make check — ruff (lint, format) and mypy over core/ and bot/, as pyproject.toml configures them
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
 
-.PHONY: demo test test-minimums setup setup-test clean results
+.PHONY: demo test test-minimums check setup setup-test clean results
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +31,17 @@ test: setup-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
+check: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[check]'
+	$(BIN)/ruff check core bot
+	$(BIN)/ruff format --check core bot
+	$(BIN)/mypy
+
 # Every dependency at exactly its declared floor (.ci/minimums.py), in a virtualenv of its own: a floor
 # below what the code calls fails here, not at a user's install.
 MIN_VENV ?= .venv-min
-ADAPTER_TESTS := tests/test_slack.py tests/test_slack_stream.py tests/test_slack_agent.py tests/test_discord.py \
-	tests/test_discord_stream.py tests/test_document_text_is_shown.py
+ADAPTER_TESTS := tests/adapters/test_slack.py tests/adapters/test_slack_stream.py tests/adapters/test_slack_agent.py \
+	tests/adapters/test_discord.py tests/adapters/test_discord_stream.py tests/adapters/test_document_text_is_shown.py
 test-minimums:
 	rm -rf $(MIN_VENV)
 	$(PYTHON) -m venv $(MIN_VENV)

@@ -85,6 +85,7 @@ class Console:
             self.turns += 1
             key = ("console", "local", "terminal", str(self.thread))
             reply = await self.conversation.ask(key, line, tuple(self.images))
+            assert reply.answer is not None  # None only for a kept reply sent again (keep_reply)
             self.images.clear()
             print()
             print_answer(save_images(reply.answer, self.out_dir / f"turn-{self.turns:03d}"))

@@ -6,18 +6,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 
 from . import citations as cites
 from . import deadline
 from .backends.base import Backend
 from .config import Settings
 from .errors import BadInput
-from .jev.selector import PageSelector
-from .ports import PageIndex
+from .jev.selector import PageSelector, Picked
+from .ports import PageIndex, PageSearch
 from .query_images import prepare_query_images
-from .records import Answer, Citation, DraftCitation, EventSink, Hit, ReaderPage, Step, TextDelta, Turn
+from .records import (
+    Answer,
+    Citation,
+    DraftCitation,
+    EventSink,
+    Exchange,
+    Hit,
+    QueryImage,
+    ReaderPage,
+    Step,
+    TextDelta,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +40,53 @@ MAX_QUESTION_CHARS = 2000
 DRAWING_THREADS = 4  # cited pages whose images are drawn at once
 
 
+class Stages:
+    """One question's way through the stages: the progress events a person waits on, and each stage's time."""
+
+    def __init__(self, events: EventSink | None):
+        self.emit = events or _ignore
+        self.timings: dict[str, float] = {}
+        self._inner: list[float] = []  # time spent in the stages nested in each open one
+
+    @contextmanager
+    def stage(self, timing: str, step: str = "", title: str = "") -> Iterator[StageDetail]:
+        """Times the block as `timing` (added up over blocks of one name; a stage nested in it counts for
+        itself only). With a `step`, a listener hears it begin and complete, with the detail the block set."""
+        if step:
+            self.emit(Step(step, title))
+        detail = StageDetail()
+        begun = time.perf_counter()
+        self._inner.append(0.0)
+        try:
+            yield detail
+        finally:
+            spent = time.perf_counter() - begun
+            own = spent - self._inner.pop()
+            if self._inner:
+                self._inner[-1] += spent
+        self.timings[timing] = round(self.timings.get(timing, 0.0) + own * 1000, 2)
+        if step:
+            self.emit(Step(step, title, "complete", detail.text))
+
+
+@dataclass
+class StageDetail:
+    text: str = ""  # "4 pages found", "Understood as: …"
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What the search stage found: the ranked hits, the pages read of them (when a screenshot needed them
+    read to find the page it shows), and the text the pages were searched with."""
+
+    hits: list[Hit]
+    pages: list[ReaderPage] | None
+    query_text: str
+
+
 class Answerer:
+    """The answer pipeline: resolve, retrieve, select, read, cite; each a stage of its own."""
+
     def __init__(self, settings: Settings, pages: PageIndex, backend: Callable[[], Backend]):
         self.settings, self.pages, self.backend = settings, pages, backend
         self.jev = PageSelector(settings)  # off unless asked for: then retrieval gets 8 candidates
@@ -37,154 +98,113 @@ class Answerer:
             return await self._answer(turn, retrieve_only, events)
 
     async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None) -> Answer:
-        emit = events or _ignore
-        # Only a listener makes the reader stream (Gemini then calls streamGenerateContent).
-        on_text = (lambda text: events(TextDelta(text))) if events else None
-        timings: dict[str, float] = {}
-        clock = time.perf_counter()
-
-        def lap(stage: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[stage] = round((now - clock) * 1000, 2)
-            clock = now
-
-        question = " ".join(turn.question.split())
-        if not question and not turn.images:
-            raise BadInput("Ask a question, attach a screenshot, or both.")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise BadInput(
-                f"The question is {len(question):,} characters long; keep it to {MAX_QUESTION_CHARS:,} or fewer."
-            )
+        run = Stages(events)
+        question = _checked(turn)
         # Decoded and normalised once, off the loop: a large PNG takes a while.
-        images, image_notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
+        images, notes = await asyncio.to_thread(prepare_query_images, turn.images, self.settings.max_image_bytes)
         backend = self.backend()
+        answer = partial(Answer, question, backend=backend.name, timings=run.timings)
 
-        # A screenshot without words has nothing to rewrite. Each resolver trims the history itself.
-        if question and turn.history:
-            emit(Step("context", "Reading the thread"))
-        resolution = await backend.resolver.resolve(question, turn.history) if question else None
-        interpreted = resolution.question if resolution else question
-        if question and turn.history:
-            emit(
-                Step(
-                    "context",
-                    "Reading the thread",
-                    "complete",
-                    f"Understood as: {interpreted}" if interpreted != question else "",
-                )
-            )
-        lap("context")
-        if resolution and resolution.clarify:
-            return Answer(
-                question,
-                interpreted,
-                resolution.clarify,
-                clarifying_question=resolution.clarify,
-                backend=backend.name,
-                timings=timings,
-            )
-
-        search = await self.pages.search(turn.scope)
+        interpreted, clarify = await self._resolve(run, backend, question, turn.history)
+        if clarify:
+            return answer(interpreted, clarify, clarifying_question=clarify)
+        with run.stage("search"):
+            search = await self.pages.search(turn.scope)
         if search is None or not search.documents:
-            return Answer(
-                question,
+            return answer(
                 interpreted,
                 "No documents are indexed here yet. Index a PDF first, then ask again.",
                 limitations=("No indexed documents are visible here.",),
-                backend=backend.name,
-                timings=timings,
             )
         backend.check_index(search.built_with)
-        n_docs = len(search.documents)
-        searching = f"Searching {n_docs} document{'s' if n_docs != 1 else ''}"
-        emit(Step("search", searching))
-
-        query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
-        if images:
-            lap("query_ocr")
-        qvec = await backend.embed_query(query_text, images)
-        lap("embed_query")
-        pool = self.jev.pool(self.settings.top_k)
-        if images:
-            from . import page_match  # OpenCV: loaded by the first screenshot question, not at start-up
-        hits = await search.rank(
-            query_text,
-            qvec,
-            max(pool, page_match.CANDIDATES) if images else pool,
-            backend.lexical,
-            answered=self.settings.top_k,
-        )
-        candidates = None  # the pages read, once they are
-        if images:  # the page a screenshot was cut from goes first, whatever its words matched
-            candidates = list(await search.read(hits))
-            shown = await asyncio.to_thread(
-                page_match.shown_page, [im.data for im in images], [rp.jpeg for rp in candidates]
-            )
-            if shown is not None:
-                hits.insert(0, hits.pop(shown))
-                candidates.insert(0, candidates.pop(shown))
-            hits, candidates = hits[:pool], candidates[:pool]
-        lap("search")
-        emit(Step("search", searching, "complete", f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"))
+        found = await self._retrieve(run, backend, search, interpreted, images)
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
-            return Answer(
-                question, interpreted, "", hits=tuple(hits), notes=image_notes, backend=backend.name, timings=timings
-            )
-        # The pages with their words and images: what the reader reads, and Jev judges when it is on.
-        if candidates is None:
-            candidates = await search.read(hits)
-        picked = await self.jev.select(interpreted, images, candidates, self.settings.top_k)  # dense order when off
-        hits, attached = list(picked.hits), list(picked.pages)
-        image_notes += picked.notes
-        if picked.selection:
-            lap("jev")
+            return answer(interpreted, "", hits=tuple(found.hits), notes=notes)
+
+        picked = await self._select(run, search, interpreted, images, found)
+        notes += picked.notes
         if retrieve_only:
-            return Answer(
-                question,
-                interpreted,
-                "",
-                hits=tuple(hits),
-                notes=image_notes,
-                topic=picked.topic or "other",
-                backend=backend.name,
-                timings=timings,
-                selector=picked.selection,
+            return answer(
+                interpreted, "", hits=picked.hits, notes=notes, topic=picked.topic or "other", selector=picked.selection
             )
-
-        reading = _reading(hits)
-        emit(Step("read", reading))
-        draft = await backend.read(interpreted, query_text, attached, images, picked.guidance, on_text)
-        emit(Step("read", reading, "complete"))
-        lap("read")
-
+        # Only a listener makes the reader stream (Gemini then calls streamGenerateContent).
+        on_text = (lambda text: events(TextDelta(text))) if events else None
+        with run.stage("read", "read", _reading(picked.hits)):
+            draft = await backend.read(
+                interpreted, found.query_text, list(picked.pages), images, picked.guidance, on_text
+            )
         absent = await search.absent_words(interpreted) if backend.lexical else []
-        limitations = draft.limitations + backend.limitations(absent)
-        emit(Step("cite", "Locating the quotes"))
-        accepted, notes = await asyncio.to_thread(self._check_citations, draft.citations, attached)
-        emit(
-            Step(
-                "cite",
-                "Locating the quotes",
-                "complete",
-                f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located",
-            )
-        )
-        lap("citations")
-        return Answer(
-            question,
+        accepted, cite_notes = await self._cite(run, draft.citations, list(picked.pages))
+        return answer(
             interpreted,
             draft.markdown,
-            tuple(hits),
+            picked.hits,
             tuple(accepted),
-            limitations,
-            image_notes + tuple(notes),
+            draft.limitations + backend.limitations(absent),
+            notes + tuple(cite_notes),
             picked.topic or draft.topic,
             None,
-            backend.name,
-            timings,
-            picked.selection,
+            selector=picked.selection,
         )
+
+    async def _resolve(
+        self, run: Stages, backend: Backend, question: str, history: Sequence[Exchange]
+    ) -> tuple[str, str | None]:
+        """The question as it stands alone, and a clarifying question when the thread does not tell.
+        A screenshot without words has nothing to rewrite; each resolver trims the history itself."""
+        shown = bool(question and history)
+        with run.stage("context", "context" if shown else "", "Reading the thread") as detail:
+            resolution = await backend.resolver.resolve(question, history) if question else None
+            interpreted = resolution.question if resolution else question
+            if interpreted != question:
+                detail.text = f"Understood as: {interpreted}"
+        return interpreted, resolution.clarify if resolution else None
+
+    async def _retrieve(
+        self, run: Stages, backend: Backend, search: PageSearch, interpreted: str, images: Sequence[QueryImage]
+    ) -> Retrieved:
+        """The ranked pages (more of them when Jev chooses among them); for a screenshot, the page it was cut
+        from goes first, whatever its words matched."""
+        n_docs = len(search.documents)
+        with run.stage("search", "search", f"Searching {n_docs} document{'s' if n_docs != 1 else ''}") as detail:
+            with run.stage("query_ocr" if images else "embed_query"):
+                query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
+            with run.stage("embed_query"):
+                vector = await backend.embed_query(query_text, images)
+            pool = self.jev.pool(self.settings.top_k)
+            if images:
+                from . import page_match  # OpenCV: loaded by the first screenshot question, not at start-up
+            wanted = max(pool, page_match.CANDIDATES) if images else pool
+            hits = await search.rank(query_text, vector, wanted, backend.lexical, answered=self.settings.top_k)
+            pages = None
+            if images:
+                pages = list(await search.read(hits))
+                shown = await asyncio.to_thread(
+                    page_match.shown_page, [im.data for im in images], [rp.jpeg for rp in pages]
+                )
+                if shown is not None:
+                    hits.insert(0, hits.pop(shown))
+                    pages.insert(0, pages.pop(shown))
+                hits, pages = hits[:pool], pages[:pool]
+            detail.text = f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"
+        return Retrieved(hits, pages, query_text)
+
+    async def _select(
+        self, run: Stages, search: PageSearch, interpreted: str, images: Sequence[QueryImage], found: Retrieved
+    ) -> Picked:
+        """The pages the reader reads, with their words and images: the top k, or those Jev keeps."""
+        with run.stage("jev" if self.jev.enabled else "read"):
+            pages = found.pages if found.pages is not None else await search.read(found.hits)
+            return await self.jev.select(interpreted, images, pages, self.settings.top_k)  # dense order when off
+
+    async def _cite(
+        self, run: Stages, drafts: Sequence[DraftCitation], attached: list[ReaderPage]
+    ) -> tuple[list[Citation], list[str]]:
+        """The citations of pages the reader was given, located on their pages and drawn."""
+        with run.stage("citations", "cite", "Locating the quotes") as detail:
+            accepted, notes = await asyncio.to_thread(self._check_citations, drafts, attached)
+            detail.text = f"{len(accepted)} quote{'s' if len(accepted) != 1 else ''} located"
+        return accepted, notes
 
     def _check_citations(
         self, drafts: Sequence[DraftCitation], attached: list[ReaderPage]
@@ -226,6 +246,18 @@ class Answerer:
             with ThreadPoolExecutor(max_workers=min(DRAWING_THREADS, len(of_page))) as pool:
                 list(pool.map(draw, of_page))
         return accepted, notes + [failed[i] for i in sorted(failed)]
+
+
+def _checked(turn: Turn) -> str:
+    """The question with its whitespace made plain; a clear message for an empty or overlong one."""
+    question = " ".join(turn.question.split())
+    if not question and not turn.images:
+        raise BadInput("Ask a question, attach a screenshot, or both.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise BadInput(
+            f"The question is {len(question):,} characters long; keep it to {MAX_QUESTION_CHARS:,} or fewer."
+        )
+    return question
 
 
 def _ignore(event) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def jev_mode(raw: str | None) -> str:
     return mode
 
 
-def number(values: dict[str, str], name: str, default, lo, hi, cast=int):
+def number(values: Mapping[str, str], name: str, default, lo, hi, cast=int):
     """A numeric setting within [lo, hi]; unset or empty means `default`; anything else is BadInput."""
     raw = (values.get(name) or "").strip()
     if not raw:
@@ -129,7 +130,7 @@ def number(values: dict[str, str], name: str, default, lo, hi, cast=int):
     return value
 
 
-def flag(values: dict[str, str], name: str, default: bool = False) -> bool:
+def flag(values: Mapping[str, str], name: str, default: bool = False) -> bool:
     """An on/off setting: 1/true/yes/on or 0/false/no/off; unset, empty or anything else means `default`."""
     raw = (values.get(name) or "").strip().lower()
     if raw in ("1", "true", "yes", "on"):

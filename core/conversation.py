@@ -51,18 +51,19 @@ class Conversation:
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
-                turn_id, rendered = pending
-                return Reply(None, rendered, turn_id, pending=True)
+                kept_id, kept = pending
+                return Reply(None, kept, kept_id, pending=True)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
         answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
-        keep = keep_reply and turn_id is not None
-        if keep:
+        keep = False
+        if keep_reply and turn_id is not None:
             await self.threads.keep_reply(turn_id, rendered)
+            keep = True
         return Reply(answer, rendered, turn_id, pending=keep)
 
     async def delivered(self, reply: Reply) -> None:
-        if reply.pending:
+        if reply.pending and reply.turn_id is not None:  # a pending reply always has its turn
             await self.threads.delivered(reply.turn_id)

@@ -1,6 +1,6 @@
 """Building the index: validate -> render -> text layer (+ whatever the backend reads from the pixels)
 -> embed, reusing unchanged pages -> a new snapshot -> publish, reporting progress through a callback.
-A build never loses documents it was not asked to touch, even over a damaged index (core/recovery.py).
+A build never loses documents it was not asked to touch, even over a damaged index (core/embedded/recovery.py).
 """
 
 from __future__ import annotations
@@ -139,6 +139,11 @@ class Indexer:
         wait = (lambda holder: progress(Progress("wait", 0, 1, holder))) if progress else (lambda holder: None)
         async with self.build_lock:
             async with self.pages.building([build_key(doc.scope, doc.source)], wait, []) as build:
+                if build.damaged or build.built_with is None:  # publishing would drop what a repair brings back
+                    raise IndexProblem(
+                        f"{doc.title} cannot be removed while the index is damaged: run `pixelrag repair` "
+                        "(or index a document, which rebuilds what it can), then remove it."
+                    )
                 await build.publish(build.built_with, {doc.doc_id}, [])
         await self.pages.warm_up()
         return doc
@@ -159,7 +164,7 @@ class Indexer:
 
     async def _build(
         self,
-        loaded: list[tuple[Source, str | None, str]],
+        loaded: Sequence[tuple[Source, str | None, str]],
         progress: ProgressFn | None,
         refused: list[str],
         refresh: bool = False,
@@ -339,13 +344,16 @@ class Indexer:
                     f"down to {lowest:.0f} dpi instead, so small print there may not be read."
                 )
             if pdf.is_repaired:
-                empty = f"; pages {_ranges(blank)} came out empty" if blank else ""
+                came_out = f"; pages {_ranges(blank)} came out empty" if blank else ""
                 warnings.append(
                     f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
-                    f"short): it was indexed as far as it could be read{empty}. Index the complete "
+                    f"short): it was indexed as far as it could be read{came_out}. Index the complete "
                     "file again when you have it."
                 )
-            return _Pending(document, pages, vectors), embedded, total - embedded
+            done = [v for v in vectors if v is not None]
+            if len(done) != len(vectors):  # every fresh page's vectors were set by embed()
+                raise IndexProblem(f"{source.name}: {len(vectors) - len(done)} pages were not embedded.")
+            return _Pending(document, pages, done), embedded, total - embedded
         finally:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
@@ -358,7 +366,7 @@ class Indexer:
         Unchanged pixels reuse earlier work."""
         rendered = await asyncio.to_thread(self._render, pdf, indexes, document)
         reusable = await build.reusable([r.page.content_hash for r in rendered])
-        out = []
+        out: list[tuple[Page, bytes, np.ndarray | None, bool, float]] = []
         for r in rendered:
             progress(Progress("read", r.page.page, document.page_count, document.title))
             await build.save_page_image(r.page.content_hash, r.jpeg)

@@ -57,8 +57,8 @@ def agreeing_keypoints(query, pages: Sequence) -> list[tuple[int, float]]:
         if len(good) < 4:
             out.append((0, 0.0))
             continue
-        src = np.float32([query_points[m.queryIdx].pt for m in good])
-        dst = np.float32([page_points[m.trainIdx].pt for m in good])
+        src = np.array([query_points[m.queryIdx].pt for m in good], dtype=np.float32)
+        dst = np.array([page_points[m.trainIdx].pt for m in good], dtype=np.float32)
         transform, mask = cv2.estimateAffinePartial2D(src, dst, method=cv2.RANSAC, ransacReprojThreshold=5.0)
         agreeing = int(mask.sum()) if mask is not None else 0
         # Keypoints of plain line art agree by chance too: the page, laid back onto the query by that
@@ -87,7 +87,7 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
     """The index of the page one of the query images was cut from, when the pixels say so clearly; else None."""
     if not queries or len(pages) < 2:
         return None
-    orb = cv2.ORB_create(nfeatures=FEATURES)
+    orb = cv2.ORB.create(nfeatures=FEATURES)
     page_features = [_features(orb, data) for data in pages]
     evidence = np.max([agreeing_keypoints(_features(orb, q), page_features) for q in queries], axis=0)
     scores, alike = evidence[:, 0], evidence[:, 1]

@@ -82,6 +82,7 @@ def open_image(image: QueryImage, max_bytes: int) -> Image.Image:
 def validate_query_image(image: QueryImage, max_bytes: int) -> QueryImage:
     """The attachment with its MIME type taken from its bytes; BadInput when it cannot be used."""
     img = open_image(image, max_bytes)
+    assert img.format is not None  # open_image refuses any format not in ACCEPTED
     return QueryImage(image.data, ACCEPTED[img.format], image.name)
 
 
@@ -111,7 +112,7 @@ def fit(img: Image.Image, original: bytes, budget: int) -> tuple[bytes, str]:
     if img.format in ("PNG", "JPEG") and not rotated and max(img.size) <= MAX_SIDE and len(original) <= budget:
         return original, ACCEPTED[img.format]
     scaled = shrink(flatten(ImageOps.exif_transpose(img) if rotated else img), MAX_SIDE)
-    candidates = [] if img.format == "JPEG" else [("PNG", None)]
+    candidates: list[tuple[str, int | None]] = [] if img.format == "JPEG" else [("PNG", None)]
     candidates += [("JPEG", q) for q in JPEG_QUALITIES]
     while True:
         for kind, quality in candidates:

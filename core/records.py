@@ -216,7 +216,7 @@ class IndexReport:
     pages_total: int
     pages_embedded: int  # pages whose vectors were computed in this build
     pages_reused: int  # pages whose vectors came from the previous snapshot
-    snapshot: str
+    snapshot: str | None  # what is published; None only when nothing ever was
     skipped: tuple[str, ...] = ()  # messages about inputs that were refused (failures)
     unchanged: tuple[Document, ...] = ()  # asked for, already indexed as they are: nothing to do
     warnings: tuple[str, ...] = ()  # what happened besides (a damaged index repaired, say)

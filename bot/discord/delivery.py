@@ -24,6 +24,7 @@ INTERACTION_BUDGET_S = 14 * 60  # interaction tokens expire after 15 minutes
 GENERIC_FAILURE = "⚠️ Something went wrong on my side; the details are in the bot's log."
 
 Send = Callable[..., Awaitable[object]]
+SendMessage = Callable[..., Awaitable[discord.Message]]  # a Send returning the message sent, to edit it
 
 
 def layout_refused(exc: discord.HTTPException) -> bool:
@@ -88,17 +89,25 @@ class Replier:
         self.interaction = interaction
         self.started = time.monotonic()
 
-    def _send(self) -> Send:
-        if time.monotonic() - self.started < INTERACTION_BUDGET_S or self.interaction.channel is None:
-            return self.interaction.followup.send
-        return self.interaction.channel.send
+    def _channel(self) -> discord.abc.Messageable | None:
+        """Where results go once the interaction token is about to expire; None while it lasts (or
+        without a channel one can post in: discord.py's type of it includes forums and categories)."""
+        channel = self.interaction.channel
+        if time.monotonic() - self.started < INTERACTION_BUDGET_S or not isinstance(channel, discord.abc.Messageable):
+            return None
+        return channel
 
-    def sender(self) -> Send:
+    def _send(self) -> Send:
+        channel = self._channel()
+        return self.interaction.followup.send if channel is None else channel.send
+
+    def sender(self) -> SendMessage:
         """Sends one message and returns it, so that it can be edited (a streamed answer)."""
-        send = self._send()
-        if send == self.interaction.followup.send:
+        channel = self._channel()
+        if channel is None:
+            send = self.interaction.followup.send
             return lambda **kwargs: send(wait=True, **kwargs)
-        return send
+        return channel.send
 
     async def send_all(self, messages: list[Outgoing]) -> None:
         await deliver(self._send(), messages)

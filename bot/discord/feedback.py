@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
 from core import RATINGS, ThreadMemory
+
+if TYPE_CHECKING:
+    from .client import PixelragBot
 
 log = logging.getLogger("pixelrag.discord")
 
@@ -33,12 +37,14 @@ class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> FeedbackButton:
         return cls(match["rating"], int(match["turn"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await record(interaction.client.handlers.threads, interaction, self.turn_id, self.rating)
+        # discord.py types the client as any Client; this item is registered on PixelragBot only.
+        bot = cast("PixelragBot", interaction.client)
+        await record(bot.handlers.threads, interaction, self.turn_id, self.rating)
 
 
 def feedback_row(turn_id: int) -> discord.ui.ActionRow:

@@ -157,7 +157,7 @@ def _add_evidence(out: Outgoing, group: _Evidence, sources: str) -> None:
 
 def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.ui.LayoutView:
     view = discord.ui.LayoutView(timeout=None)
-    container = discord.ui.Container(accent_colour=colour)
+    container: discord.ui.Container[discord.ui.LayoutView] = discord.ui.Container(accent_colour=colour)
     for text in out.texts:
         container.add_item(discord.ui.TextDisplay(text))
     if out.sources:
@@ -169,7 +169,7 @@ def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.
             )
         container.add_item(discord.ui.TextDisplay(out.sources))
     view.add_item(container)
-    if buttons:
+    if buttons and turn_id is not None:  # buttons only under a stored turn
         view.add_item(feedback_row(turn_id))
     return view
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
 import discord
 
@@ -26,7 +27,7 @@ def thread_key(channel: object, guild_id: int | None) -> ThreadKey:
     return ("discord", workspace, channel_id, channel_id)
 
 
-def strip_mentions(text: str, me: discord.abc.User, role_ids: set[int] = frozenset()) -> str:
+def strip_mentions(text: str, me: discord.abc.User, role_ids: Iterable[int] = frozenset()) -> str:
     text = re.sub(rf"<@!?{me.id}>", " ", text or "")
     for rid in role_ids:
         text = text.replace(f"<@&{rid}>", " ")

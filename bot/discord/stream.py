@@ -21,7 +21,7 @@ import discord
 
 from core import Step, TextDelta
 
-from .delivery import Send, deliver, deliver_answer, layout_refused
+from .delivery import SendMessage, deliver, deliver_answer, layout_refused
 from .layout import Rendered, status_layout, status_text
 from .render import MAX_CONTENT, NO_PINGS
 
@@ -31,7 +31,7 @@ log = logging.getLogger("pixelrag.discord")
 class AnswerStream:
     def __init__(
         self,
-        send: Send,
+        send: SendMessage,
         *,
         interval: float = 1.0,
         v2: bool = True,
@@ -74,8 +74,9 @@ class AnswerStream:
         try:
             await self._edit(**messages[0].edit_kwargs())
         except (discord.HTTPException, discord.RateLimited) as exc:
-            refused = self.v2 and isinstance(exc, discord.HTTPException) and layout_refused(exc)
-            if refused:
+            refused = False
+            if self.v2 and isinstance(exc, discord.HTTPException) and layout_refused(exc):
+                refused = True
                 log.warning("Discord refused the answer's Components V2 layout (%s); posting it with embeds", exc.text)
             else:
                 log.warning("could not edit the streamed message into the answer (%s); posting it below", exc)
@@ -154,6 +155,7 @@ class AnswerStream:
 
     async def _edit(self, **kwargs) -> None:
         # Spaced from the previous call's end: Discord counts edits as it receives them.
+        assert self.message is not None  # edits follow the first send (their callers check it)
         self.edits += 1
         try:
             await self.message.edit(**kwargs)

@@ -114,8 +114,8 @@ class SlackFiles:
                                 "attachments. "
                                 "The app needs the files:read scope: an admin should add it and reinstall the app."
                             )
-                        if (response.content_length or 0) > max_bytes:
-                            raise AttachmentError(f"{name}: {megabytes(response.content_length)} is over {limit}.")
+                        if (size := response.content_length or 0) > max_bytes:
+                            raise AttachmentError(f"{name}: {megabytes(size)} is over {limit}.")
                         data = bytearray()
                         async for chunk in response.content.iter_chunked(1 << 16):
                             data += chunk

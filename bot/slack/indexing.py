@@ -54,13 +54,7 @@ class SlackIndexing:
             except PixelragError as exc:
                 await thread.warn(str(exc))
                 continue
-            await self.run(
-                thread,
-                name,
-                lambda p, d=data, n=name: self.service.index_bytes(d, n, scope=scope, progress=p),
-                "Indexed",
-                scope=scope,
-            )
+            await self.run(thread, name, _index_bytes(self.service, data, name, scope), "Indexed", scope=scope)
 
     async def run(
         self,
@@ -111,3 +105,8 @@ class SlackIndexing:
                 await thread.post(final)
         elif respond is not None:
             await respond(final)
+
+
+def _index_bytes(service: Service, data: bytes, name: str, scope: str) -> Work:
+    """The job indexing one attachment (its bytes and name bound now, not when the job runs)."""
+    return lambda progress: service.index_bytes(data, name, scope=scope, progress=progress)

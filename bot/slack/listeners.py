@@ -59,7 +59,7 @@ class SlackQuestions:
         self._told_unavailable: set[tuple[str, str]] = set()  # (channel, ts) told once, whatever the retries
 
     # ----- listener middleware ---------------------------------------------------------------
-    async def addressed(self, event: dict, body: dict, context, ack, next) -> None:
+    async def addressed(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
         """A message event counts in a DM, with a mention, or in a thread the bot already answered."""
         if event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id):
             return await next()
@@ -74,7 +74,7 @@ class SlackQuestions:
             return BoltResponse(status=503, body="the index database is unavailable")
         return await ack()
 
-    async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> None:
+    async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
         """Retried deliveries repeat the event id; a mention also arrives as a message event with
         another id, so the message itself is claimed too. The claims are finished once the work is
         done (failures included, they were shown); a process killed on the way leaves them open, so
@@ -94,6 +94,7 @@ class SlackQuestions:
             return BoltResponse(status=503, body="the index database is unavailable")
         context["claims"] = claims
         await next()
+        return None
 
     async def _note(self, delivery: str, **progress) -> None:
         """What a process taking this delivery over after a crash needs to know; a failure to note it
@@ -177,11 +178,12 @@ class SlackQuestions:
         async def started(stream_ts: str) -> None:
             await self._note(delivery, stream=stream_ts)
 
+        thread_ts = thread.thread_ts or ts  # as respond_to made the thread: the question's, or one at it
         stream = (
             AnswerStream(
                 thread.client,
                 thread.channel,
-                thread.thread_ts,
+                thread_ts,
                 user_team,
                 user,
                 self.settings.stream_interval_s,
@@ -211,7 +213,7 @@ class SlackQuestions:
             # The rendering is kept with the exchange until it is posted: a reply Slack refuses is
             # posted again when the question is asked again, without searching again.
             reply = await self.conversation.ask(
-                ("slack", team, thread.channel, thread.thread_ts),
+                ("slack", team, thread.channel, thread_ts),
                 question,
                 images,
                 scope=f"slack:{team}",
@@ -250,7 +252,8 @@ async def refetch_files(client: AsyncWebClient, event: dict) -> dict:
     except Exception:
         log.warning("could not re-read message %s for attachments", event["ts"], exc_info=True)
         return event
-    for message in reply.get("messages", []):
+    messages: list[dict] = reply.get("messages", [])
+    for message in messages:
         if message.get("ts") == event["ts"] and message.get("files"):
             return {**event, "files": message["files"]}
     return event

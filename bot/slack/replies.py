@@ -119,20 +119,22 @@ class Thread:
             reaction = error_code(exc) == "already_reacted"
         except Exception as exc:
             log.debug("reaction not added: %s", exc)
-        try:
-            await self.client.assistant_threads_setStatus(
-                channel_id=self.channel, thread_ts=self.thread_ts, status="is reading the documents…"
-            )
-            status = True
-        except Exception as exc:
-            log.debug("thread status not set: %s", exc)
+        thread_ts = self.thread_ts
+        if thread_ts is not None:  # a status is a thread's (a question is always answered in one)
+            try:
+                await self.client.assistant_threads_setStatus(
+                    channel_id=self.channel, thread_ts=thread_ts, status="is reading the documents…"
+                )
+                status = True
+            except Exception as exc:
+                log.debug("thread status not set: %s", exc)
         try:
             yield
         finally:
-            if status:
+            if status and thread_ts is not None:
                 with contextlib.suppress(Exception):
                     await self.client.assistant_threads_setStatus(
-                        channel_id=self.channel, thread_ts=self.thread_ts, status=""
+                        channel_id=self.channel, thread_ts=thread_ts, status=""
                     )
             if self.unheard:
                 with contextlib.suppress(Exception):

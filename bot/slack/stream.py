@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeGuard
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -123,6 +124,8 @@ class AnswerStream:
         """chat.stopStream, tried again while Slack rate limits it (Tier 2: many answers ending at once):
         a stream left open would show for ever as being written, and posting the answer instead
         would show it twice."""
+        if self.ts is None:  # finish() and fail() stop only a live stream; they catch this as a failed stop
+            raise RuntimeError("the answer stream was never started")
         for attempt in range(STOP_ATTEMPTS + 1):
             try:
                 await self.client.chat_stopStream(channel=self.channel, ts=self.ts, **content)
@@ -286,7 +289,7 @@ def error_code(exc: BaseException) -> str | None:
     return str(data.get("error")) if isinstance(data, dict) and data.get("error") else None
 
 
-def _rate_limited(exc: Exception) -> bool:
+def _rate_limited(exc: Exception) -> TypeGuard[SlackApiError]:
     """A 429 that outlasted the client's own retries (they honour Retry-After)."""
     return isinstance(exc, SlackApiError) and getattr(exc.response, "status_code", None) == 429
 

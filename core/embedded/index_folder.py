@@ -159,7 +159,7 @@ class IndexStore:
                 manifests[name] = self._read_manifest(name)
             except IndexProblem:
                 continue  # damaged beyond use: its files are kept only if a readable snapshot needs them
-        keep = set(list(manifests)[:KEEP_SNAPSHOTS]) | ({active} & set(manifests))
+        keep = set(list(manifests)[:KEEP_SNAPSHOTS]) | (set(manifests) & {active})
         for path in snap_dir.iterdir():
             if path.name not in keep:
                 shutil.rmtree(path, ignore_errors=True)
@@ -295,7 +295,7 @@ class IndexStore:
             row_page = np.load(folder / "row_page.npy")
             if serving:  # words come later, per page
                 offsets = line_offsets(folder)
-                words = [[]] * len(offsets)
+                words: list[list] = [[]] * len(offsets)
             else:
                 words = read_words(folder)
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -83,6 +83,7 @@ async def embedded_build(
     warnings: list[str],
 ):
     """The folder's build lock held (one build at a time per index folder), then the build."""
+    recovered: list  # (Source, title, scope) to rebuild from their stored PDFs
     with await asyncio.to_thread(store.lock, on_wait):
         try:
             previous, damaged, recovered = await asyncio.to_thread(active_snapshot), False, []

@@ -40,15 +40,15 @@ class EmbeddedSearch:
             )
         else:
             ranked = fuse_scores(dense, None, self.allowed, k)
-        ranked = fill_gaps(
+        filled = fill_gaps(
             [(snap.pages[i].doc_id, snap.pages[i].page, score) for i, score in ranked],
             lambda key: key in snap.index_of,
             answered,
         )
-        pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in ranked]
+        pages = [snap.pages[snap.index_of[(doc_id, page)]] for doc_id, page, _ in filled]
         return [
             Hit(p.doc_id, self.documents[p.doc_id].title, p.page, round(score, 6), p.content_hash)
-            for p, (_, _, score) in zip(pages, ranked)
+            for p, (_, _, score) in zip(pages, filled)
         ]
 
     async def absent_words(self, question: str) -> list[str]:

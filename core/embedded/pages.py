@@ -32,6 +32,7 @@ class EmbeddedPages:
             return None
         if self._cached is None or self._cached[0] != name:
             snap = self.store.open(name, serving=True)
+            assert snap is not None  # open() returns None only when given no name and none is active
             self._cached = (name, snap, self._lexical(snap))
         return self._cached[1], self._cached[2]
 

@@ -115,6 +115,7 @@ class ThreadStore:
             ),
         )
         await db.commit()
+        assert cursor.lastrowid is not None  # set by a successful INSERT (the stubs allow None)
         return cursor.lastrowid
 
     async def keep_reply(self, turn_id: int, rendered: object) -> None:
@@ -174,7 +175,7 @@ class ThreadStore:
             " WHERE platform=? AND workspace=? AND channel=? AND thread=? ORDER BY id DESC LIMIT ?",
             (*key, limit),
         ) as cursor:
-            rows = await cursor.fetchall()
+            rows = list(await cursor.fetchall())  # a list already; typed as any iterable
         return tuple(Exchange(q, a, i, tuple(tuple(c) for c in json.loads(cited))) for q, i, a, cited in reversed(rows))
 
     async def knows_thread(self, key: ThreadKey) -> bool:
@@ -223,7 +224,9 @@ def _pages(raw: str) -> tuple[tuple[str, int], ...]:
 
 async def migrate(db: aiosqlite.Connection) -> None:
     async with db.execute("PRAGMA user_version") as cursor:
-        (version,) = await cursor.fetchone()
+        row = await cursor.fetchone()
+    assert row is not None  # PRAGMA user_version always answers one row
+    (version,) = row
     # Databases from before versioning are version 0 with the first schema: its CREATEs are idempotent.
     if version > len(MIGRATIONS):
         raise IndexProblem(

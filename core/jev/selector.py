@@ -24,13 +24,16 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import deadline
 from ..config import Settings
 from ..records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection
 from .decisions import CANDIDATES, TASK_MEANING, TASKS, TOPIC_MEANING, confident_choice, guidance, probability, select
 from .thumbnails import thumbnail
+
+if TYPE_CHECKING:  # the SDK itself is imported only when the selector is on
+    from typesafe_sdk import NoulCriteria
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ RELEVANCE = (
     "Does the page image show the information needed to answer the question in the state "
     "(its text and any screenshots)?"
 )
-RELEVANT = {
+RELEVANT: NoulCriteria = {
     "true": "The page states or shows what the question asks for.",
     "false": "The page is about something else, or only mentions the subject.",
 }
@@ -167,7 +170,7 @@ class PageSelector:
             reason = f"its decision gave no usable relevance probability for candidate(s) {bad}"
             selection = Selection(model, False, reason, listed, topic, topic_p, task, task_p)
             return Picked(tuple(candidates[:k]), selection, guidance(task), (fallback_note(reason),))
-        keep = select(probabilities, k)
+        keep = select([p for p in probabilities if p is not None], k)  # none is None here
         selection = Selection(model, True, None, listed, topic, topic_p, task, task_p)
         return Picked(tuple(candidates[i] for i in keep), selection, guidance(task))
 

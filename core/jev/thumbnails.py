@@ -19,8 +19,8 @@ QUALITY = 80
 
 def thumbnail(data: bytes) -> bytes:
     """A JPEG of the image within MAX_SIDE, at least MIN_SIDE on each side (blocking: a worker thread)."""
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         img.thumbnail((MAX_SIDE, MAX_SIDE), Image.Resampling.LANCZOS)
         if img.width < MIN_SIDE or img.height < MIN_SIDE:
             canvas = Image.new("RGB", (max(img.width, MIN_SIDE), max(img.height, MIN_SIDE)), "white")

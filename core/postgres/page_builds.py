@@ -26,6 +26,10 @@ class PostgresBuild:
 
     damaged = False
     recovered: list = []
+    name: str | None  # these four are set by start()
+    built_with: dict | None
+    documents: list[Document]
+    pages_total: int
 
     def __init__(self, pages):
         self.pages = pages

@@ -109,6 +109,7 @@ class PostgresSearch:
                 ceiling = fused(np.array([dense_floor]), best, spread, np.array([beyond]), best_bm25, coverage)[0]
                 if exact or (len(ids) >= k and np.sort(scores)[-k] > ceiling):
                     return await self._hits(conn, scores, ids, rows, k, answered)
+            raise AssertionError("unreachable: the exact pass always returns")
 
     async def _pages(self, conn, scored: str, params) -> dict[int, tuple]:
         """Pages scored by the query `scored` (page_id, score): id -> (doc_id, page, content_hash, score)."""

@@ -31,8 +31,8 @@ class LexicalIndex:
         for i, text in enumerate(texts):
             counts = page_terms(text)
             lengths.append(sum(counts.values()))
-            for term, tf in counts.items():
-                lists.setdefault(term, []).append((i, tf))
+            for term, count in counts.items():
+                lists.setdefault(term, []).append((i, count))
         terms = sorted(lists)
         sizes = np.array([len(lists[t]) for t in terms], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -79,7 +79,8 @@ class LexicalIndex:
             return found is not None and bool(allowed[found[0]].any())
         at = bisect.bisect_left(self.keys, root)
         while at < len(self.keys) and self.keys[at].startswith(root):
-            if allowed[self.postings(self.keys[at])[0]].any():
+            found = self.postings(self.keys[at])  # a key is on some page: never None
+            if found is not None and allowed[found[0]].any():
                 return True
             at += 1
         return False

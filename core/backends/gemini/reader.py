@@ -145,11 +145,12 @@ class GeminiReader:
         return refs, [types.Content(role="user", parts=parts)], config
 
     def _draft(self, data: dict, refs: dict[str, ReaderPage]) -> Draft:
+        topic = data.get("topic")
         return Draft(
             markdown=inert(str(data.get("answer") or "").strip()),
             citations=tuple(self._citation(c, refs) for c in data.get("citations") or [] if isinstance(c, dict)),
             limitations=strings(data.get("limitations")),
-            topic=data.get("topic") if data.get("topic") in TOPICS else "other",
+            topic=topic if isinstance(topic, str) and topic in TOPICS else "other",
         )
 
     @staticmethod

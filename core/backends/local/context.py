@@ -62,7 +62,8 @@ def carry_over(previous: str, phrase: str) -> str | None:
     words = previous.split()
     runs = subject_runs(previous)
     own = subject_span(phrase)
-    if not runs or own is None:
+    span = subject_span(previous)  # None exactly when there are no runs
+    if not runs or own is None or span is None:
         return None
     # The new subject stands in for a run shaped like it (D1 for U1, not UNO R3), else for the
     # previous question's subject.
@@ -77,7 +78,7 @@ def carry_over(previous: str, phrase: str) -> str | None:
     # Only a name's shape tells (digits, inner capitals: "Z-axis DIR", "ATmega16U2"); every German noun
     # and a Polish menu's "Edit" or "Trim" share a capital's shape by chance.
     shaped = likeness[best] >= SAME_SHAPE and name_shaped(theirs)
-    start, end = best if shaped else after_article[-1] if led and after_article else subject_span(previous)
+    start, end = best if shaped else after_article[-1] if led and after_article else span
     if own[1] < len(new) or (led and not shaped):
         # The phrase brings its own head noun ("the 5-channel pre-processor"), or is a noun phrase not
         # shaped like any name there: the old subject's noun phrase goes as a whole ("the Mk4P board
@@ -145,7 +146,7 @@ def opens_follow_up(question: str) -> bool:
     """Whether the question starts like a follow-up ("And …", "Und …", "A …"). Polish "i" (and) is taken
     as one only in a short question: a long one starting "I" is an English sentence ("I hooked a servo …")."""
     opener = FOLLOW_UP_START.match(question)
-    return bool(opener) and not (opener.group(1).lower() == "i" and len(question.split()) > 2 * MAX_PHRASE_WORDS)
+    return opener is not None and not (opener.group(1).lower() == "i" and len(question.split()) > 2 * MAX_PHRASE_WORDS)
 
 
 def is_follow_up(question: str) -> bool:
@@ -204,7 +205,7 @@ class HeuristicResolver:
                 lambda m: subject + ("'s" if m.group(0).lower() in ("its", "their") else ""), body, count=1
             )
             return Resolution(body[0].upper() + body[1:])
-        words = set(body.lower().split())
-        connector = next((word for word, cues in CONNECTORS if words & cues), "of")
+        body_words = set(body.lower().split())
+        connector = next((word for word, cues in CONNECTORS if body_words & cues), "of")
         body = body[0].upper() + body[1:]
         return Resolution(f"{body.rstrip('?')} {connector} {subject}?")

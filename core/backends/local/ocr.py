@@ -41,14 +41,15 @@ class Ocr:
         if result is None or result.boxes is None:
             return []
         h, w = rgb.shape[:2]
-        out = []
+        out: list[tuple[str, tuple[float, float, float, float]]] = []
         for quad, text, score in zip(result.boxes, result.txts, result.scores):
             text = text.strip()
             if not text or score < MIN_SCORE:
                 continue
             xs, ys = quad[:, 0], quad[:, 1]
             box = (max(0.0, xs.min() / w), max(0.0, ys.min() / h), min(1.0, xs.max() / w), min(1.0, ys.max() / h))
-            out.append((text, tuple(float(v) for v in box)))
+            x0, y0, x1, y1 = (float(v) for v in box)
+            out.append((text, (x0, y0, x1, y1)))
         return out
 
     def page_words(
@@ -56,7 +57,7 @@ class Ocr:
     ) -> list[Word]:
         """OCR words for ink that the text layer does not cover, read at `ocr_dpi` (or at `dpi`, the
         page's own, where a big page was rendered at less: enlarging adds no detail, only memory)."""
-        image = Image.open(io.BytesIO(jpeg))
+        image: Image.Image = Image.open(io.BytesIO(jpeg))
         scale = min(1.0, ocr_dpi / dpi)
         target = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
         image = image.convert("RGB")
@@ -82,7 +83,7 @@ class Ocr:
 
     def image_text(self, data: bytes) -> str:
         """The text of a screenshot, line by line."""
-        image = Image.open(io.BytesIO(data))
+        image: Image.Image = Image.open(io.BytesIO(data))
         if max(image.size) < 1000:  # small screenshots read better enlarged
             scale = 1000 / max(image.size)
             image = image.convert("RGB").resize((int(image.width * scale), int(image.height * scale)))

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.agent import TITLE_LIMIT, shorten, thread_title
 from core.records import Document
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, MANIFEST, FakeSlack, block_text, manifest_events
-from tests.test_slack import (CHANNEL, SECRET_PDF, Harness, fake, feedback_values, make_harness,  # noqa: F401
+from tests.adapters.test_slack import (CHANNEL, SECRET_PDF, Harness, fake, feedback_values, make_harness,  # noqa: F401
                               make_pdf, slack)
 
 DM = "D42"

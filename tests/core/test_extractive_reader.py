@@ -9,7 +9,9 @@ import pytest
 from core.documents import text_words
 from core.backends.local.embedder import LocalEmbedder
 from core.language.question_kind import asked_measure, asks_quantity
-from core.backends.local.reader import ExtractiveReader, concepts, runs_on
+from core.backends.local.passage_scoring import concepts
+from core.backends.local.reader import ExtractiveReader
+from core.backends.local.sentences import runs_on
 from core.records import Hit, Page, ReaderPage, Word
 from core.language.tokens import content_tokens, stem
 

@@ -15,7 +15,7 @@ import pytest
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from eval.fakes.slack_socket import APP_TOKEN
 from tests.conftest import ROOT
-from tests.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
+from tests.adapters.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
 
 CHANNEL = "C100"
 

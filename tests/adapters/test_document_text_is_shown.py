@@ -19,8 +19,8 @@ from eval.fakes.discord import FakeDiscord
 from eval.fakes.gemini import FakeGemini
 from eval.fakes.markup import discord_pings, displayed, hidden_links, slack_tokens
 from eval.fakes.slack import BOT_TOKEN, FakeSlack, block_text
-from tests.test_discord_stream import bot, discord_api, dm_message, texts  # noqa: F401
-from tests.test_slack import (CHANNEL, Harness, answer_posts, base_settings, fake, make_harness,  # noqa: F401
+from tests.adapters.test_discord_stream import bot, discord_api, dm_message, texts  # noqa: F401
+from tests.adapters.test_slack import (CHANNEL, Harness, answer_posts, base_settings, fake, make_harness,  # noqa: F401
                               make_pdf)
 
 PINGS = "<!channel> <!here> <!everyone> <@U0LEAK> <#C0SECRET>"

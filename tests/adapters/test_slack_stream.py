@@ -14,7 +14,7 @@ from core.records import Answer, Citation, Step, TextDelta
 from core.service import Service
 from eval.fakes.gemini import STREAM, FakeGemini
 from eval.fakes.slack import BOT_TOKEN, FakeSlack
-from tests.test_slack import (CHANNEL, PUMP_PDF, CannedService, Harness, answer_posts, base_settings,  # noqa: F401
+from tests.adapters.test_slack import (CHANNEL, PUMP_PDF, CannedService, Harness, answer_posts, base_settings,  # noqa: F401
                               fake, make_harness, slack)
 
 REFUSED = "method_not_supported_for_channel_type"

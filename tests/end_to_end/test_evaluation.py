@@ -274,7 +274,7 @@ def test_the_held_out_question_sets_point_at_real_pages(name, count):
 
     from tests.conftest import corpus_pdf
 
-    questions = load_questions(Path(__file__).resolve().parents[1] / "eval" / f"{name}-questions.jsonl")
+    questions = load_questions(Path(__file__).resolve().parents[2] / "eval" / f"{name}-questions.jsonl")
     assert len({q.id for q in questions}) == len(questions) == count
     assert all(q.key_fact for q in questions if not q.negative)
     for q in questions:

@@ -8,7 +8,7 @@ import pytest
 from core.config import Settings
 from core.postgres.threads import PostgresThreadStore
 from core.service import Service
-from tests.test_slack import (BOT_USER_ID, PUMP_PDF, answer_posts, base_settings, fake,  # noqa: F401
+from tests.adapters.test_slack import (BOT_USER_ID, PUMP_PDF, answer_posts, base_settings, fake,  # noqa: F401
                               make_harness)
 
 
@@ -155,7 +155,7 @@ def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_p
 
 async def test_a_discord_question_during_an_outage_is_told_so(database):
     # Before: the claim's AdminShutdown escaped on_message: a traceback in the log, nothing in the channel.
-    from tests.test_discord import (FakeService, all_text, handlers_for, make_guild, make_message,
+    from tests.adapters.test_discord import (FakeService, all_text, handlers_for, make_guild, make_message,
                                     make_text_channel)
 
     store = await PostgresThreadStore(database.url).open()

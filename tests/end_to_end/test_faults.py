@@ -63,6 +63,20 @@ def test_a_build_over_truncated_vectors_keeps_every_document(three_docs, capsys)
     assert code == 0 and "1. pump.pdf" in out
 
 
+def test_remove_over_a_damaged_index_refuses_and_loses_nothing(three_docs, capsys):
+    # Before: it published the damaged state without relay.pdf, and pump.pdf was gone with it.
+    vectors = active_folder() / "vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:100])
+    code, out, err = run(capsys, "remove", "relay.pdf")
+    assert code == 2 and "cannot be removed while the index is damaged" in err and "pixelrag repair" in err
+    assert "Traceback" not in err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))  # rebuilds what the damage hid
+    assert code == 0, err
+    code, out, err = run(capsys, "remove", "relay.pdf")
+    assert code == 0, err
+    assert titles() == ["pump.pdf", "valve.pdf"]
+
+
 def test_a_build_over_a_lost_manifest_refuses_then_repair_keeps_the_pdfs(three_docs, capsys):
     # Before: the build published, then exited 2 reading the damaged snapshot while cleaning up.
     (active_folder() / "manifest.json").unlink()

@@ -21,7 +21,7 @@ from core.records import Step, TextDelta
 from core.embedded.threads import ThreadStore
 from eval.fakes.discord import FakeDiscord
 from eval.fakes.discord_rules import V2_FLAG, Refused, check_message
-from tests.test_discord import MANUAL_A, FakeService, make_user
+from tests.adapters.test_discord import MANUAL_A, FakeService, make_user
 
 USER = {"id": "4242", "username": "asker", "discriminator": "0", "global_name": None, "avatar": None}
 

@@ -1,0 +1,1 @@
+"""Slack and Discord through their real client libraries, against strict loopback fakes."""
