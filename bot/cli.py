@@ -30,6 +30,15 @@ def _settings(args, existing: bool = True) -> Settings:
     return settings
 
 
+def health_option(p, what: str) -> None:
+    p.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help=f"serve /healthz and /readyz for probes on this port while {what} runs",
+    )
+
+
 def jev_option(p) -> None:
     p.add_argument(
         "--jev",
@@ -149,14 +158,14 @@ async def cmd_chat(args) -> int:
 async def cmd_slack(args) -> int:
     from bot.slack import serve
 
-    await serve(_settings(args, existing=False), http=args.http, port=args.port)
+    await serve(_settings(args, existing=False), http=args.http, port=args.port, health_port=args.health_port)
     return 0
 
 
 async def cmd_discord(args) -> int:
     from bot.discord import serve
 
-    await serve(_settings(args, existing=False))
+    await serve(_settings(args, existing=False), health_port=args.health_port)
     return 0
 
 
@@ -265,12 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
-    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
+    health_option(p, "Socket Mode")
     common(p)
     jev_option(p)
     p.set_defaults(run=cmd_slack)
 
     p = sub.add_parser("discord", help="run the Discord bot")
+    health_option(p, "the bot")
     common(p)
     jev_option(p)
     p.set_defaults(run=cmd_discord)

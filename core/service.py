@@ -10,6 +10,7 @@ from .answering import Answerer
 from .backends import make_backend
 from .backends.base import Backend
 from .config import Settings
+from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
 from .ports import PageStore
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
@@ -78,6 +79,14 @@ class Service:
 
     async def warm_up(self) -> None:
         await self.pages.warm_up()
+
+    async def readiness(self) -> str | None:
+        """Why questions cannot be answered now (the index damaged, the database away), or None."""
+        try:
+            await self.pages.search(SHARED_SCOPE)  # what a question opens first: cheap once warm
+        except PixelragError as exc:
+            return str(exc)
+        return None
 
     async def close(self) -> None:
         await self.pages.close()

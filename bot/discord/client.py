@@ -10,6 +10,7 @@ from discord.ext import commands
 
 from core import BadInput, Service, Settings, ThreadMemory, thread_memory
 
+from ..health import Check, readiness, serve_health
 from .cogs import DocumentsCog, QuestionsCog
 from .feedback import FeedbackButton
 from .handlers import DiscordHandlers
@@ -66,7 +67,16 @@ def build_client(
     return PixelragBot(DiscordHandlers(service, threads, settings, options=options), options)
 
 
-async def serve(settings: Settings) -> None:
+def gateway_connected(client: discord.Client) -> Check:
+    """Why the bot cannot hear Discord now (not yet or no longer on the gateway), or None."""
+
+    async def connected() -> str | None:
+        return None if client.is_ready() and not client.is_closed() else "not connected to Discord's gateway"
+
+    return connected
+
+
+async def serve(settings: Settings, health_port: int | None = None) -> None:
     """Run the bot until it is stopped; `pixelrag discord` calls this."""
     options = DiscordSettings.parse(settings.extra)
     if not options.token:
@@ -77,6 +87,7 @@ async def serve(settings: Settings) -> None:
     service = Service(settings)
     await service.warm_up()
     client = build_client(service, threads, settings, options)
+    probes = await serve_health(health_port, readiness(service, gateway_connected(client))) if health_port else None
     try:
         async with client:
             await client.start(options.token)
@@ -88,5 +99,7 @@ async def serve(settings: Settings) -> None:
             "or set DISCORD_MESSAGE_CONTENT=0 to run without it (mentions and slash commands only)."
         ) from exc
     finally:
+        if probes:
+            await probes.cleanup()
         await threads.close()
         await service.close()

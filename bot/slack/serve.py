@@ -9,6 +9,7 @@ from urllib.parse import parse_qs
 
 from core import BadInput, Service, Settings, thread_memory
 
+from ..health import Check, add_routes, readiness, serve_health
 from .app import build_app
 from .settings import SlackSettings
 
@@ -17,7 +18,7 @@ log = logging.getLogger("pixelrag.slack")
 DRAIN_S = 30.0  # on shutdown, answers already being written get this long to be posted
 
 
-async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> None:
+async def serve(settings: Settings, *, http: bool = False, port: int = 3000, health_port: int | None = None) -> None:
     slack = SlackSettings.parse(settings)
     if not slack.bot_token:
         raise BadInput("SLACK_BOT_TOKEN is not set (the xoxb- token from OAuth & Permissions).")
@@ -31,16 +32,23 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000) -> 
     app, bot = build_app(settings, service, threads)
     try:
         if http:
-            await serve_http(app, port)
+            await serve_http(app, port, readiness(service))
         else:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
             handler = AsyncSocketModeHandler(app, slack.app_token)
+
+            async def connected() -> str | None:
+                return None if await handler.client.is_connected() else "not connected to Slack"
+
+            probes = await serve_health(health_port, readiness(service, connected)) if health_port else None
             log.info("Slack Socket Mode connecting")
             try:
                 await handler.start_async()
             finally:
                 await handler.close_async()
+                if probes:
+                    await probes.cleanup()
     finally:
         try:
             await asyncio.wait_for(bot.drain(), DRAIN_S)
@@ -79,7 +87,7 @@ def malformed(body: bytes, content_type: str) -> str | None:
         return f"the body cannot be read ({type(exc).__name__})"
 
 
-async def serve_http(app, port: int) -> None:
+async def serve_http(app, port: int, ready: Check) -> None:
     from aiohttp import web
 
     @web.middleware
@@ -91,6 +99,7 @@ async def serve_http(app, port: int) -> None:
 
     web_app = app.web_app(path="/slack/events", port=port)
     web_app.middlewares.append(refuse_malformed)
+    add_routes(web_app, ready)
     runner = web.AppRunner(web_app)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", port).start()

@@ -418,3 +418,16 @@ async def test_an_upload_refused_for_a_layout_still_delivers_the_words():
     await deliver_answer(send, rendered)
     assert send.call_args_list[1].kwargs["content"].startswith("The warranty is **2 years**.")
     assert "The page previews could not be uploaded." in send.call_args_list[1].kwargs["content"]
+
+
+async def test_not_ready_until_the_gateway_is_connected(bot, tmp_path):
+    """Logged in over REST but not on the gateway: /readyz says why, whatever the index says."""
+    from bot.discord.client import gateway_connected
+    from bot.health import readiness
+
+    from core import Service
+
+    service = Service(Settings(index_dir=tmp_path / "index"))
+    client = await bot(service)
+    assert await service.readiness() is None
+    assert await readiness(service, gateway_connected(client))() == "not connected to Discord's gateway"

@@ -902,6 +902,11 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
                 except aiohttp.ClientConnectionError:
                     assert proc.returncode is None, (await proc.stderr.read()).decode()
                     await asyncio.sleep(0.1)
+            # The probes, on the Events API's port, answer while the screenshot is being read.
+            assert not fake.calls_to("files.completeUploadExternal")
+            for path, expected in (("/healthz", "ok\n"), ("/readyz", "ready\n")):
+                async with session.get(f"http://127.0.0.1:{port}{path}") as response:
+                    assert (response.status, await response.text()) == (200, expected)
         await fake.wait_for(lambda: fake.calls_to("files.completeUploadExternal"), timeout=120)
         thread = fake.thread_text(ts)
         assert "36 months" in thread and "p. 4" in thread, thread

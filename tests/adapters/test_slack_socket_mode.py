@@ -14,6 +14,7 @@ import pytest
 
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from eval.fakes.slack_socket import APP_TOKEN
+from tests.adapters.test_health import free_port, get
 from tests.conftest import ROOT
 from tests.adapters.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
 
@@ -39,8 +40,10 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
     env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": fake.api_url,
                 "PIXELRAG_INDEX_DIR": str(index), "PYTHONPATH": str(ROOT)})
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "slack", cwd=tmp_path, env=env,
-                                                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    probes = free_port()
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "slack", "--health-port", str(probes),
+                                                cwd=tmp_path, env=env, stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.PIPE)
     socket = fake.socket
     try:
         await socket.connected()  # after the models loaded: apps.connections.open, then hello
@@ -53,6 +56,9 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
                                                         "What is the mounting hole spacing of the HydroFlow HF-300?",
                                                         "EvSOCK1"))
         assert first in socket.acks and not socket.retries
+        # The probes answer while the question is being read, and say it can be answered.
+        assert await get(probes, "/healthz") == (200, "ok\n") and await get(probes, "/readyz") == (200, "ready\n")
+        assert not fake.calls_to("files.completeUploadExternal")  # still being answered
         thread = await answered(fake, "1700088888.000001")
         assert "148 mm" in thread and "went wrong" not in thread
 

@@ -1,0 +1,53 @@
+"""The probes a load balancer or Kubernetes sends (bot/health.py): /healthz while the process runs,
+/readyz only while questions can be answered, with the reason when they cannot."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import aiohttp
+
+from bot.health import readiness, serve_health
+from core import Service, Settings
+from tests.conftest import text_pdf
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}{path}") as response:
+        return response.status, await response.text()
+
+
+async def test_ready_until_the_index_is_damaged_and_until_the_platform_goes(tmp_path: Path):
+    settings = Settings(index_dir=tmp_path / "index")
+    service = Service(settings)
+    await service.index([str(text_pdf(tmp_path / "pump.pdf", ["Pump P9. Weight: 2.6 kg."]))])
+    platform: list[str | None] = [None]
+
+    async def connected() -> str | None:
+        return platform[0]
+
+    port = free_port()
+    runner = await serve_health(port, readiness(service, connected))
+    try:
+        assert await get(port, "/healthz") == (200, "ok\n")
+        assert await get(port, "/readyz") == (200, "ready\n")
+        platform[0] = "not connected to Slack"
+        assert await get(port, "/readyz") == (503, "not connected to Slack\n")
+        platform[0] = None
+        (tmp_path / "index" / "ACTIVE").write_bytes(b"\xff\xfe\x00junk")
+        fresh = Service(settings)  # a process that starts on the damaged index
+        await runner.cleanup()
+        runner = await serve_health(port, readiness(fresh, connected))
+        status, reason = await get(port, "/readyz")
+        assert status == 503 and "ACTIVE pointer is damaged" in reason, reason
+        assert await get(port, "/healthz") == (200, "ok\n")  # alive all the same: restarting will not help
+        await fresh.close()
+    finally:
+        await runner.cleanup()
+        await service.close()
