@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from pathlib import Path
 
 from core import SHARED_SCOPE, BadInput, PixelragError, Service, Settings, Turn, load_settings
 
+from .logs import configure as configure_logs
 from .terminal import ProgressBar, exit_code, print_answer, print_report, read_image, save_images
 
 
@@ -322,11 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
+        configure_logs(load_settings(extra_prefixes=("SLACK_", "DISCORD_")), args.verbose)
         return asyncio.run(args.run(args))
     except PixelragError as exc:
         print(f"pixelrag: {exc}", file=sys.stderr)

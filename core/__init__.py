@@ -23,6 +23,7 @@ from .markup import inert, literal
 from .ports import ThreadMemory
 from .postgres.migration import migrate_index, migrate_threads
 from .query_images import attachment_kind, validate_query_image
+from .question_ids import QUESTION_ID
 from .records import (
     RATINGS,
     SHARED_SCOPE,
@@ -63,6 +64,7 @@ __all__ = [
     "failure_reason",
     "megabytes",
     "attachment_kind",
+    "QUESTION_ID",
     "validate_query_image",
     "RATINGS",
     "SHARED_SCOPE",

@@ -20,6 +20,7 @@ from .errors import BadInput
 from .jev.selector import PageSelector, Picked
 from .ports import PageIndex, PageSearch
 from .query_images import prepare_query_images
+from .question_ids import new_question_id
 from .records import (
     Answer,
     Citation,
@@ -65,6 +66,7 @@ class Stages:
             if self._inner:
                 self._inner[-1] += spent
         self.timings[timing] = round(self.timings.get(timing, 0.0) + own * 1000, 2)
+        log.info("stage %s done in %.1f ms", timing, own * 1000)
         if step:
             self.emit(Step(step, title, "complete", detail.text))
 
@@ -93,6 +95,8 @@ class Answerer:
 
     async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
         """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
+        new_question_id()
+        log.info("question from %s", turn.thread or turn.scope)  # its id is on this line and every later one
         # One budget for the whole question: retries of one call cannot add up past it.
         with deadline.budget(self.settings.answer_timeout_s):
             return await self._answer(turn, retrieve_only, events)

@@ -12,6 +12,7 @@ from dotenv import dotenv_values
 from .errors import BadInput
 
 BACKENDS = ("local", "gemini")
+LOG_FORMATS = ("plain", "json")
 JEV_MODES = ("off", "rerank")  # PIXELRAG_JEV: the TypeSafe Jev page selector (core/jev/selector.py), opt-in only
 
 
@@ -48,6 +49,7 @@ class Settings:
     typesafe_base_url: str | None = None  # loopback fakes in tests, proxies
     typesafe_model: str = "jev-1.14.0"  # pinned: the jev-latest alias lags behind it
     jev_timeout_s: float = 15.0  # the selector's share of a question's budget, retries included
+    log_format: str = "plain"  # "json": one JSON object per log line, for log collectors
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> Settings:
@@ -95,6 +97,7 @@ def load_settings(
         typesafe_base_url=(values.get("TYPESAFE_BASE_URL") or "").strip() or None,
         typesafe_model=(values.get("TYPESAFE_MODEL") or "").strip() or base.typesafe_model,
         jev_timeout_s=num("PIXELRAG_JEV_TIMEOUT", base.jev_timeout_s, 0.1, 600, float),
+        log_format=log_format(values.get("PIXELRAG_LOG_FORMAT")),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
 
@@ -104,6 +107,13 @@ def database_url(raw: str | None) -> str | None:
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise BadInput("PIXELRAG_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/database).")
     return url or None
+
+
+def log_format(raw: str | None) -> str:
+    fmt = (raw or "").strip().lower() or "plain"
+    if fmt not in LOG_FORMATS:
+        raise BadInput(f"PIXELRAG_LOG_FORMAT={raw!r} is not a format; use json (or plain, the default).")
+    return fmt
 
 
 def jev_mode(raw: str | None) -> str:
