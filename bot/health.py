@@ -1,16 +1,19 @@
-"""Liveness and readiness over HTTP, for load balancers and Kubernetes probes: `/healthz` answers while
-the process runs; `/readyz` answers 200 only when the bot can answer (its index or database reachable,
-its platform connected), else 503 with the reason. The Events API serves them on its own port; Socket
-Mode and Discord serve them on `--health-port`."""
+"""Liveness, readiness and metrics over HTTP, for load balancers, Kubernetes probes and Prometheus:
+`/healthz` answers while the process runs; `/readyz` answers 200 only when the bot can answer (its index
+or database reachable, its platform connected), else 503 with the reason; `/metrics` is the Prometheus
+text format (core/metrics.py). The Events API serves them on its own port; Socket Mode and Discord
+serve them on `--health-port`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from core import Service
+from core import Service, watch_loop_lag
 
 log = logging.getLogger("pixelrag.health")
 
@@ -27,7 +30,9 @@ def readiness(service: Service, connected: Check | None = None) -> Check:
     return check
 
 
-def add_routes(app: web.Application, ready: Check) -> None:
+def add_routes(app: web.Application, service: Service, connected: Check | None = None) -> None:
+    ready = readiness(service, connected)
+
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -35,17 +40,28 @@ def add_routes(app: web.Application, ready: Check) -> None:
         reason = await ready()
         return web.Response(text="ready\n") if reason is None else web.Response(status=503, text=f"{reason}\n")
 
+    async def metrics(request: web.Request) -> web.Response:
+        await service.count_index()
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def watch(app: web.Application):
+        lag = asyncio.create_task(watch_loop_lag())
+        yield
+        lag.cancel()
+
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    app.cleanup_ctx.append(watch)
 
 
-async def serve_health(port: int, ready: Check) -> web.AppRunner:
-    """The two routes alone on `port` (all interfaces, as a probe reaches a container); the caller
-    cleans the runner up."""
+async def serve_health(port: int, service: Service, connected: Check | None = None) -> web.AppRunner:
+    """The routes alone on `port` (all interfaces, as a probe reaches a container); the caller cleans the
+    runner up."""
     app = web.Application()
-    add_routes(app, ready)
+    add_routes(app, service, connected)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", port).start()
-    log.info("health checks on :%d/healthz and /readyz", port)
+    log.info("health checks on :%d/healthz, /readyz and /metrics", port)
     return runner

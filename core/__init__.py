@@ -6,7 +6,7 @@ backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 """
 
 from .config import Settings, flag, load_settings, number
-from .conversation import Conversation, Reply
+from .conversation import Conversation, Reply, rate_answer
 from .documents import looks_like_pdf
 from .embedded.threads import ThreadKey, ThreadStore
 from .errors import (
@@ -20,6 +20,7 @@ from .errors import (
     megabytes,
 )
 from .markup import inert, literal
+from .metrics import watch_loop_lag
 from .ports import ThreadMemory
 from .postgres.migration import migrate_index, migrate_threads
 from .query_images import attachment_kind, validate_query_image
@@ -52,9 +53,11 @@ __all__ = [
     "number",
     "Conversation",
     "Reply",
+    "rate_answer",
     "looks_like_pdf",
     "inert",
     "literal",
+    "watch_loop_lag",
     "BadInput",
     "Busy",
     "DatabaseUnavailable",

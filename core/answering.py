@@ -18,6 +18,7 @@ from .backends.base import Backend
 from .config import Settings
 from .errors import BadInput
 from .jev.selector import PageSelector, Picked
+from .metrics import QUESTIONS, STAGE_SECONDS, platform_of
 from .ports import PageIndex, PageSearch
 from .query_images import prepare_query_images
 from .question_ids import new_question_id
@@ -97,9 +98,20 @@ class Answerer:
         """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
         new_question_id()
         log.info("question from %s", turn.thread or turn.scope)  # its id is on this line and every later one
-        # One budget for the whole question: retries of one call cannot add up past it.
-        with deadline.budget(self.settings.answer_timeout_s):
-            return await self._answer(turn, retrieve_only, events)
+        platform, outcome = platform_of(turn.thread), "failed"
+        try:
+            # One budget for the whole question: retries of one call cannot add up past it.
+            with deadline.budget(self.settings.answer_timeout_s):
+                answer = await self._answer(turn, retrieve_only, events)
+            outcome = outcome_of(answer)
+            for stage, ms in answer.timings.items():  # once per question: a stage may take several blocks
+                STAGE_SECONDS.labels(stage).observe(ms / 1000)
+            return answer
+        except BadInput:
+            outcome = "refused"
+            raise
+        finally:
+            QUESTIONS.labels(platform, outcome).inc()
 
     async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None) -> Answer:
         run = Stages(events)
@@ -250,6 +262,15 @@ class Answerer:
             with ThreadPoolExecutor(max_workers=min(DRAWING_THREADS, len(of_page))) as pool:
                 list(pool.map(draw, of_page))
         return accepted, notes + [failed[i] for i in sorted(failed)]
+
+
+def outcome_of(answer: Answer) -> str:
+    """How a question ended, as the metrics count it."""
+    if answer.clarifying_question:
+        return "clarified"
+    if not answer.markdown and answer.hits:
+        return "retrieved"  # --retrieve-only
+    return "answered" if answer.citations else "unanswered"
 
 
 def _checked(turn: Turn) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cleaning import clean_text
+from .metrics import FEEDBACK
 from .ports import ThreadKey, ThreadMemory
 from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn
 
@@ -67,3 +68,11 @@ class Conversation:
     async def delivered(self, reply: Reply) -> None:
         if reply.pending and reply.turn_id is not None:  # a pending reply always has its turn
             await self.threads.delivered(reply.turn_id)
+
+
+async def rate_answer(threads: ThreadMemory, turn_id: int, user: str, rating: str) -> bool:
+    """Record a person's rating of an answer (counted for the metrics); False for a turn not stored."""
+    stored = await threads.rate(turn_id, user, rating)
+    if stored:
+        FEEDBACK.labels(rating).inc()
+    return stored

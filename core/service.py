@@ -12,6 +12,7 @@ from .backends.base import Backend
 from .config import Settings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
+from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
 from .ports import PageStore
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
 from .storage import page_store
@@ -79,6 +80,12 @@ class Service:
 
     async def warm_up(self) -> None:
         await self.pages.warm_up()
+
+    async def count_index(self) -> None:
+        """The index's documents and pages, into the metrics (every scope's)."""
+        documents = await self.pages.all_documents()
+        INDEX_DOCUMENTS.set(len(documents))
+        INDEX_PAGES.set(sum(d.page_count for d in documents))
 
     async def readiness(self) -> str | None:
         """Why questions cannot be answered now (the index damaged, the database away), or None."""

@@ -10,7 +10,7 @@ from discord.ext import commands
 
 from core import BadInput, Service, Settings, ThreadMemory, thread_memory
 
-from ..health import Check, readiness, serve_health
+from ..health import Check, serve_health
 from .cogs import DocumentsCog, QuestionsCog
 from .feedback import FeedbackButton
 from .handlers import DiscordHandlers
@@ -87,7 +87,7 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
     service = Service(settings)
     await service.warm_up()
     client = build_client(service, threads, settings, options)
-    probes = await serve_health(health_port, readiness(service, gateway_connected(client))) if health_port else None
+    probes = await serve_health(health_port, service, gateway_connected(client)) if health_port else None
     try:
         async with client:
             await client.start(options.token)

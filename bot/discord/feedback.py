@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from core import RATINGS, ThreadMemory
+from core import RATINGS, ThreadMemory, rate_answer
 
 if TYPE_CHECKING:
     from .client import PixelragBot
@@ -62,7 +62,7 @@ def feedback_view(turn_id: int) -> discord.ui.View:
 async def record(threads: ThreadMemory, interaction: discord.Interaction, turn_id: int, rating: str) -> None:
     """Store the click and answer it privately (Discord shows "interaction failed" to an unanswered click)."""
     who = f"{interaction.guild_id or 'dm'}:{interaction.user.id}"
-    stored = await threads.rate(turn_id, who, rating)
+    stored = await rate_answer(threads, turn_id, who, rating)
     if not stored:
         log.warning("feedback for turn %s, which is not stored (any more), ignored", turn_id)
     text = (

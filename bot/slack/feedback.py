@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from core import RATINGS, ThreadMemory
+from core import RATINGS, ThreadMemory, rate_answer
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -22,5 +22,5 @@ class SlackFeedback:
         if rating not in RATINGS or not turn.isdigit() or not user:
             log.warning("feedback with an unexpected value %r ignored", action.get("value"))
             return
-        if not await self.threads.rate(int(turn), f"{team}:{user}", rating):
+        if not await rate_answer(self.threads, int(turn), f"{team}:{user}", rating):
             log.warning("feedback for turn %s, which is not stored (any more), ignored", turn)

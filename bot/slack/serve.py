@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 
 from core import BadInput, Service, Settings, thread_memory
 
-from ..health import Check, add_routes, readiness, serve_health
+from ..health import add_routes, serve_health
 from .app import build_app
 from .settings import SlackSettings
 
@@ -32,7 +32,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     app, bot = build_app(settings, service, threads)
     try:
         if http:
-            await serve_http(app, port, readiness(service))
+            await serve_http(app, port, service)
         else:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -41,7 +41,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
             async def connected() -> str | None:
                 return None if await handler.client.is_connected() else "not connected to Slack"
 
-            probes = await serve_health(health_port, readiness(service, connected)) if health_port else None
+            probes = await serve_health(health_port, service, connected) if health_port else None
             log.info("Slack Socket Mode connecting")
             try:
                 await handler.start_async()
@@ -87,7 +87,7 @@ def malformed(body: bytes, content_type: str) -> str | None:
         return f"the body cannot be read ({type(exc).__name__})"
 
 
-async def serve_http(app, port: int, ready: Check) -> None:
+async def serve_http(app, port: int, service: Service) -> None:
     from aiohttp import web
 
     @web.middleware
@@ -99,7 +99,7 @@ async def serve_http(app, port: int, ready: Check) -> None:
 
     web_app = app.web_app(path="/slack/events", port=port)
     web_app.middlewares.append(refuse_malformed)
-    add_routes(web_app, ready)
+    add_routes(web_app, service)
     runner = web.AppRunner(web_app)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", port).start()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import deadline
 from ..config import Settings
+from ..metrics import MODEL_REQUESTS
 from ..records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection
 from .decisions import CANDIDATES, TASK_MEANING, TASKS, TOPIC_MEANING, confident_choice, guidance, probability, select
 from .thumbnails import thumbnail
@@ -98,9 +99,12 @@ class PageSelector:
         try:
             async with asyncio.timeout(budget):
                 answers, model = await self._ask(question, images, candidates, budget)
+            MODEL_REQUESTS.labels("typesafe", "ok").inc()
         except TimeoutError:
+            MODEL_REQUESTS.labels("typesafe", "timeout").inc()
             return self._fallback(candidates, k, f"TypeSafe did not answer within {budget:g} s")
         except Exception as exc:  # the SDK's errors, and anything else: never worse than off
+            MODEL_REQUESTS.labels("typesafe", str(getattr(exc, "status", None) or "error")).inc()
             return self._fallback(candidates, k, describe(exc))
         finally:
             log.info("jev selector: %.0f ms", (time.monotonic() - started) * 1000)

@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
-from bot.health import readiness, serve_health
+from bot.health import serve_health
 from core import Service, Settings
 from tests.conftest import text_pdf
 
@@ -16,6 +17,12 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    """The metrics as Prometheus's own text parser reads them: (name, labels) -> value."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 async def get(port: int, path: str) -> tuple[int, str]:
@@ -33,7 +40,7 @@ async def test_ready_until_the_index_is_damaged_and_until_the_platform_goes(tmp_
         return platform[0]
 
     port = free_port()
-    runner = await serve_health(port, readiness(service, connected))
+    runner = await serve_health(port, service, connected)
     try:
         assert await get(port, "/healthz") == (200, "ok\n")
         assert await get(port, "/readyz") == (200, "ready\n")
@@ -43,7 +50,7 @@ async def test_ready_until_the_index_is_damaged_and_until_the_platform_goes(tmp_
         (tmp_path / "index" / "ACTIVE").write_bytes(b"\xff\xfe\x00junk")
         fresh = Service(settings)  # a process that starts on the damaged index
         await runner.cleanup()
-        runner = await serve_health(port, readiness(fresh, connected))
+        runner = await serve_health(port, fresh, connected)
         status, reason = await get(port, "/readyz")
         assert status == 503 and "ACTIVE pointer is damaged" in reason, reason
         assert await get(port, "/healthz") == (200, "ok\n")  # alive all the same: restarting will not help

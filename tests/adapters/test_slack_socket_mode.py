@@ -14,7 +14,7 @@ import pytest
 
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from eval.fakes.slack_socket import APP_TOKEN
-from tests.adapters.test_health import free_port, get
+from tests.adapters.test_health import free_port, get, samples
 from tests.conftest import ROOT
 from tests.adapters.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
 
@@ -50,6 +50,8 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
         [opened] = fake.calls_to("apps.connections.open")
         assert opened.headers["Authorization"] == f"Bearer {APP_TOKEN}"  # the app-level token, not the bot's
 
+        before = samples((await get(probes, "/metrics"))[1])
+        assert before[("pixelrag_index_documents", ())] == 1 and before[("pixelrag_index_pages", ())] == 4
         # A question: acknowledged in time (no redelivery), answered in its thread with its evidence.
         fake.add_message(CHANNEL, {"ts": "1700088888.000001", "user": "U1", "text": "question"})
         first = await socket.send("events_api", mention("1700088888.000001",
@@ -61,6 +63,12 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
         assert not fake.calls_to("files.completeUploadExternal")  # still being answered
         thread = await answered(fake, "1700088888.000001")
         assert "148 mm" in thread and "went wrong" not in thread
+        after = samples((await get(probes, "/metrics"))[1])
+        answered_key = ("pixelrag_questions_total", (("outcome", "answered"), ("platform", "slack")))
+        assert after[answered_key] == before.get(answered_key, 0) + 1
+        read_key = ("pixelrag_stage_seconds_count", (("stage", "read"),))
+        assert after[read_key] == before.get(read_key, 0) + 1
+        assert ("pixelrag_event_loop_lag_seconds", ()) in after
 
         # A slash command: its reply travels in the ack's payload.
         command = {"token": "legacy", "team_id": "T1", "team_domain": "test", "channel_id": CHANNEL,
@@ -80,6 +88,12 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
                  "actions": [{"type": "feedback_buttons", "action_id": "pixelrag_feedback", "block_id": "fb",
                               "value": value, "action_ts": "1700088889.000001"}]}
         assert await socket.send("interactive", click) in socket.acks
+        rated = ("pixelrag_feedback_total", (("rating", "good"),))
+        for _ in range(200):  # the rating is stored after the ack
+            if samples((await get(probes, "/metrics"))[1]).get(rated) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert samples((await get(probes, "/metrics"))[1]).get(rated) == 1
 
         # Slack asks for a new connection: the client opens one, and what comes next reaches the bot.
         await socket.refresh()

@@ -159,10 +159,18 @@ async def test_wrong_count_or_dimension_is_a_remote_error(fake, backend):
 # -- retries and timeouts -----------------------------------------------------------------------
 
 async def test_429_then_success_is_retried(fake, backend):
+    from prometheus_client import REGISTRY
+
+    def requests(status: str) -> float:
+        return REGISTRY.get_sample_value("pixelrag_model_requests_total", {"service": "gemini", "status": status}) or 0
+
+    before = {status: requests(status) for status in ("429", "503", "ok")}
     fake.script(EMBED, 429, 503)
     vector = await backend.embedder.embed_query("warranty", [])
     assert vector.shape == (DIM,)
     assert fake.requests[EMBED] == 3
+    # Each attempt is counted by its status, for /metrics.
+    assert {status: requests(status) - before[status] for status in before} == {"429": 1, "503": 1, "ok": 1}
 
 
 async def test_persistent_500_gives_a_clear_error_after_all_attempts(fake, backend):

@@ -20,6 +20,7 @@ from google.genai import errors, types
 from ... import deadline
 from ...config import Settings
 from ...errors import BadInput, RemoteError
+from ...metrics import MODEL_REQUESTS
 
 T = TypeVar("T")
 
@@ -80,8 +81,11 @@ class GeminiCalls:
             wait = delay * (1 + random.uniform(0, 0.1))
             try:
                 async with self.slots:
-                    return await asyncio.wait_for(make(), timeout)
+                    result = await asyncio.wait_for(make(), timeout)
+                MODEL_REQUESTS.labels("gemini", "ok").inc()
+                return result
             except errors.APIError as e:
+                MODEL_REQUESTS.labels("gemini", str(e.code)).inc()
                 if e.code not in RETRY_STATUS:
                     raise RemoteError(f"Gemini refused the {what} request ({e.code} {e.status}): {e.message}") from e
                 failure = f"answering {e.code} ({STATUS_WORDS[e.code]})"
@@ -89,10 +93,13 @@ class GeminiCalls:
                 if asked is not None:
                     wait = max(wait, min(asked, MAX_RETRY_DELAY_S))
             except TimeoutError:  # before OSError: TimeoutError is one
+                MODEL_REQUESTS.labels("gemini", "timeout").inc()
                 failure = f"not answering within {timeout:g} s"
             except (aiohttp.ClientConnectorError, ConnectionRefusedError) as e:
+                MODEL_REQUESTS.labels("gemini", "unreachable").inc()
                 failure = f"being unreachable ({type(e).__name__})"
             except (aiohttp.ClientError, ConnectionError) as e:
+                MODEL_REQUESTS.labels("gemini", "dropped").inc()
                 failure = f"dropping the connection ({type(e).__name__})"
             if not may_retry():
                 raise RemoteError(
