@@ -10,6 +10,7 @@ evaluation question; not tuned to a corpus.
 
 from __future__ import annotations
 
+from . import identify
 from .fold import fold
 from .phrases import Phrases
 from .stopwords import STOPWORDS
@@ -256,19 +257,6 @@ FIELD_NAMES: tuple[tuple[str, ...], ...] = (
 
 
 LANGUAGES = ("en", "de", "pl", "fr", "it", "es")  # the order of each entry's first six forms
-# Frequent function words that tell the six languages apart; a page's language is the one whose words it
-# uses most (a German manual with English screenshot labels is German).
-FUNCTION_WORDS = {
-    "en": "the and of to is are with for this that from".split(),
-    "de": "der die das und ist nicht mit den ein eine sich auch".split(),
-    "pl": "się jest nie na oraz jak że lub przez do są".split(),
-    "fr": "le les et est des une du pour dans que sont".split(),
-    "it": "il della che è per una di gli con sono nel".split(),
-    "es": "el los las que es una del para con por se".split(),
-}
-_FUNCTION = {lang: {fold(w) for w in words} for lang, words in FUNCTION_WORDS.items()}
-MIN_FUNCTION_WORDS = 3
-
 # A form's word matches a question's word when equal, or, from this length on, when the question's word
 # continues it by up to three letters ("cable" ~ "cables", "spannung" ~ "spannungen").
 INFLECTABLE = 5
@@ -288,13 +276,8 @@ def field_names_in(text: str) -> list[tuple[int, set[str]]]:
 
 
 def language_of(text: str) -> str | None:
-    """Which of the six languages a page is written in, by its function words; None when it uses too few."""
-    counts = {lang: 0 for lang in LANGUAGES}
-    for word in tokens(text):
-        for lang in LANGUAGES:
-            counts[lang] += word in _FUNCTION[lang]
-    best = max(LANGUAGES, key=lambda lang: counts[lang])
-    return best if counts[best] >= MIN_FUNCTION_WORDS else None
+    """Which of the six languages a page is written in (identify.py); None for another or a mixed one."""
+    return identify.language_of(text, LANGUAGES)
 
 
 def name_in(concept: int, language: str) -> set[str]:

@@ -25,3 +25,5 @@ def test_a_page_language_is_the_one_whose_function_words_it_uses_most():
     assert language_of("Le courant de sortie est limité pour les LED et pour les relais.") == "fr"
     assert language_of("Connect the board to the USB port and press reset; OUT1 DIR STEP") == "en"
     assert language_of("OUT1 OUT2 GND 5V") is None  # a drawing's labels: too few words to tell
+    # A language the field names do not have is none of them, however close (Czech is not Polish).
+    assert language_of("Tento dokument popisuje instalaci programu a jeho nastavení pro běžné uživatele.") is None
