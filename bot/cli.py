@@ -17,7 +17,8 @@ from .terminal import ProgressBar, exit_code, print_answer, print_report, read_i
 def _settings(args, existing: bool = True) -> Settings:
     """The settings, with the command line's choices. `existing`: an index folder named on purpose (by
     --index or PIXELRAG_INDEX_DIR) must exist, so that a misspelt one is not taken for an empty index."""
-    settings = load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
+    # Read once by main(), which set up logging from them; read here when called on its own.
+    settings = getattr(args, "environment", None) or load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
     if getattr(args, "index", None):
         settings = settings.with_(index_dir=Path(args.index))
     named = settings.index_dir != Settings().index_dir  # not the default ./index, which a new install lacks
@@ -323,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        configure_logs(load_settings(extra_prefixes=("SLACK_", "DISCORD_")), args.verbose)
+        args.environment = load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
+        configure_logs(args.environment, args.verbose)
         return asyncio.run(args.run(args))
     except PixelragError as exc:
         print(f"pixelrag: {exc}", file=sys.stderr)

@@ -154,12 +154,11 @@ class Answerer:
         return answer(
             interpreted,
             draft.markdown,
-            picked.hits,
-            tuple(accepted),
-            draft.limitations + backend.limitations(absent),
-            notes + tuple(cite_notes),
-            picked.topic or draft.topic,
-            None,
+            hits=picked.hits,
+            citations=tuple(accepted),
+            limitations=draft.limitations + backend.limitations(absent),
+            notes=notes + tuple(cite_notes),
+            topic=picked.topic or draft.topic,
             selector=picked.selection,
         )
 

@@ -97,3 +97,12 @@ def database_url(postgres_server) -> str:
     with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return postgres_server.get_uri(name)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: free to listen on, and refused to connect to."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends

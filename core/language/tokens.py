@@ -39,3 +39,8 @@ def content_tokens(text: str) -> list[str]:
 def stem(token: str) -> str:
     """A crude language-agnostic stem: long words share their first 6 letters."""
     return token if len(token) <= 6 or any(c.isdigit() for c in token) else token[:6]
+
+
+def search_terms(text: str) -> set[str]:
+    """A text's search terms: its content words' stems, what both stores' BM25 and the local reader match."""
+    return {stem(t) for t in content_tokens(text)}

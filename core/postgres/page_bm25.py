@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..ranking.bm25 import bm25_term, idf, query_terms, term_weights
+from ..language.tokens import search_terms
+from ..ranking.bm25 import bm25_term, idf, term_weights
 
 MAYBE_LIMIT = 2000  # pages to look the unread terms up on, at most, before reading one more instead
 COMMON = 10  # a term on more than this many times `count` visible pages is not read first
@@ -32,7 +33,7 @@ class QueryBm25:
         self.conn, self.scopes = conn, scopes
         self.avg = max(avg_length, 1e-6)
         self.visible_share = visible_share
-        self.idf = {t: idf(n_pages, stats[t][0] if t in stats else 0) for t in query_terms(text)}  # coverage's
+        self.idf = {t: idf(n_pages, stats[t][0] if t in stats else 0) for t in search_terms(text)}  # coverage's
         self.weights = term_weights(text, self.idf.__getitem__)  # BM25's: a name of several words counts once
         self.total = sum(self.idf.values())
         self.df = {t: stats[t][0] for t in self.idf if t in stats and stats[t][0] > 0}
@@ -42,7 +43,7 @@ class QueryBm25:
     async def open(
         cls, conn, text: str, scopes: list[str], n_pages: int, avg_length: float, visible_share: float
     ) -> QueryBm25:
-        terms = sorted(query_terms(text))
+        terms = sorted(search_terms(text))
         rows = (
             await (
                 await conn.execute(

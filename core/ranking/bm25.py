@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..language.names import name_runs
-from ..language.tokens import content_tokens, stem
+from ..language.tokens import content_tokens, search_terms, stem
 from .absent_words import absent_words, presence_probe
 
 K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
@@ -94,7 +94,7 @@ class LexicalIndex:
 
         Near 1: the pages speak the query's words and BM25 is reliable. Near 0: they do not (another
         language, paraphrase), and ranking should lean on the dense model."""
-        weights = {t: self.idf(t) for t in query_terms(query)}
+        weights = {t: self.idf(t) for t in search_terms(query)}
         total = sum(weights.values())
         if not total or not self.n:
             return 0.0
@@ -108,7 +108,7 @@ class LexicalIndex:
 
     def scores(self, query: str, names_once: bool = True) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.float32)
-        weights = term_weights(query, self.idf) if names_once else {t: self.idf(t) for t in query_terms(query)}
+        weights = term_weights(query, self.idf) if names_once else {t: self.idf(t) for t in search_terms(query)}
         for term, weight in weights.items():
             if (found := self.postings(term)) is None:
                 continue
@@ -129,10 +129,6 @@ def page_terms(text: str) -> Counter:
     return Counter(stem(t) for t in content_tokens(text))
 
 
-def query_terms(query: str) -> set[str]:
-    return {stem(t) for t in content_tokens(query)}
-
-
 def idf(n_pages: int, df: int) -> float:
     return math.log(1 + (n_pages - df + 0.5) / (df + 0.5))
 
@@ -145,7 +141,7 @@ def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]
     The lines after it are a screenshot's text (LocalBackend.query_text), whose capitalized words are labels
     that together single out the page it shows, as one word's parts ("LPC81x-ISP") do; they keep their
     weights, and so does a question typed in capitals, in which every word looks like a name."""
-    terms = query_terms(query)
+    terms = search_terms(query)
     weights = {t: idf_of(t) for t in terms}
     question = query.split("\n", 1)[0]
     words = question.split()

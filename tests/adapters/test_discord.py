@@ -34,6 +34,7 @@ from core.records import (
     Turn,
 )
 from core.embedded.threads import ThreadStore
+from tests.conftest import closed_port
 
 ME_ID = 999
 GUILD_A, GUILD_B = 1001, 1002
@@ -861,14 +862,6 @@ async def test_progress_message_is_closed_when_done():
 
 
 # ---- backend failures reach the user (gemini backend, nothing listening / failing fake) ------
-
-def closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again when the block ends: connections are refused
-
 
 async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
     from core.service import Service

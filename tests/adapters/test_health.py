@@ -2,7 +2,6 @@
 /readyz only while questions can be answered, with the reason when they cannot."""
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import aiohttp
@@ -10,13 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.health import serve_health
 from core import Service, Settings
-from tests.conftest import text_pdf
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import closed_port, text_pdf
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -39,7 +32,7 @@ async def test_ready_until_the_index_is_damaged_and_until_the_platform_goes(tmp_
     async def connected() -> str | None:
         return platform[0]
 
-    port = free_port()
+    port = closed_port()
     runner = await serve_health(port, service, connected)
     try:
         assert await get(port, "/healthz") == (200, "ok\n")

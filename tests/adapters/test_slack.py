@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import socket
+
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from core.records import Answer, Citation, Exchange
 from core.service import Service
 from core.embedded.threads import ThreadStore
 from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
+from tests.conftest import closed_port
 
 SECRET = "test-signing-secret"
 CHANNEL = "C100"
@@ -590,12 +591,6 @@ async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T1")
     await slack.bot.drain()
     assert "85 Nm" in slack.fake.thread_text(event["ts"])
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_harness, tmp_path, caplog):

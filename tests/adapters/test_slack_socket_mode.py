@@ -14,8 +14,8 @@ import pytest
 
 from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from eval.fakes.slack_socket import APP_TOKEN
-from tests.adapters.test_health import free_port, get, samples
-from tests.conftest import ROOT
+from tests.adapters.test_health import get, samples
+from tests.conftest import ROOT, closed_port
 from tests.adapters.test_slack import fake  # noqa: F401  (the fake, with the checks every Slack test makes)
 
 CHANNEL = "C100"
@@ -40,7 +40,7 @@ async def test_pixelrag_slack_in_socket_mode_answers_commands_and_reconnects(fak
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
     env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": fake.api_url,
                 "PIXELRAG_INDEX_DIR": str(index), "PYTHONPATH": str(ROOT)})
-    probes = free_port()
+    probes = closed_port()
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", "slack", "--health-port", str(probes),
                                                 cwd=tmp_path, env=env, stdout=asyncio.subprocess.DEVNULL,
                                                 stderr=asyncio.subprocess.PIPE)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from ...language.question_kind import VALUE, stated_values
-from ...language.tokens import content_tokens, stem
+from ...language.tokens import search_terms
 from ...language.topics import CURRENCY, PRICE_WORDS
 from ...records import ReaderPage
 from .context import subject_of
@@ -62,13 +62,13 @@ def unmentioned_subject(question: str, pages: Sequence[ReaderPage], chosen: Sequ
     retrieved one does (the "operating temperature of the light controller" quoted from a board's
     datasheet): saying so, and which document does. A document mentions it in its title or on a page read."""
     subject = subject_of(question)
-    wanted = {stem(t) for t in content_tokens(subject)}
+    wanted = search_terms(subject)
     if not wanted:
         return ""
     said: dict[str, set[str]] = {}
     for rp in pages:
-        said.setdefault(rp.hit.doc_id, {stem(t) for t in content_tokens(rp.hit.title)})
-        said[rp.hit.doc_id] |= {stem(t) for t in content_tokens(rp.page.text)}
+        said.setdefault(rp.hit.doc_id, search_terms(rp.hit.title))
+        said[rp.hit.doc_id] |= search_terms(rp.page.text)
     first = chosen[0].page.hit
     mentioning = next((rp.hit.title for rp in pages if wanted <= said[rp.hit.doc_id]), None)
     if wanted <= said[first.doc_id] or mentioning is None:

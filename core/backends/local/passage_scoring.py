@@ -30,7 +30,7 @@ from ...language.field_names import field_names_in, language_of, name_in
 from ...language.fold import fold
 from ...language.names import name_runs
 from ...language.question_kind import asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted
-from ...language.tokens import content_tokens, stem
+from ...language.tokens import content_tokens, search_terms, stem
 from ...records import ReaderPage
 from .answer_span import is_number
 from .passages import Passage, PrintedLine
@@ -84,11 +84,6 @@ class Matching:
     fields: list[list[tuple[set[str], set[str]]]]  # by page rank: (a field's name there, the question's terms for it)
 
 
-def query_terms(question: str) -> set[str]:
-    """The question's search terms, stemmed."""
-    return {stem(t) for t in content_tokens(question)}
-
-
 async def score_passages(
     question: str,
     query: set[str],
@@ -109,7 +104,7 @@ async def score_passages(
 
 def match_terms(question: str, query: set[str], candidates: list[Passage], pages: Sequence[ReaderPage]) -> Matching:
     """The terms of the query, of each candidate and of its frame, with the query terms' weights."""
-    stems = [inflected({stem(t) for t in content_tokens(p.text)}, query) for p in candidates]
+    stems = [inflected(search_terms(p.text), query) for p in candidates]
     weight = term_weights(question, query, pages, stems)
     total = sum(weight.values()) or 1.0
     return Matching(
@@ -120,8 +115,7 @@ def match_terms(question: str, query: set[str], candidates: list[Passage], pages
 def frame_terms(candidates: list[Passage], query: set[str]) -> list[set[str]]:
     """The terms of each candidate's frame (its headings and table header), by its index."""
     of_frame = {
-        f: inflected({stem(t) for t in content_tokens(" ".join(w.text for w in f))}, query)
-        for f in {p.frame for p in candidates}
+        f: inflected(search_terms(" ".join(w.text for w in f)), query) for f in {p.frame for p in candidates}
     }  # windows of one line share its frame
     return [of_frame[p.frame] for p in candidates]
 

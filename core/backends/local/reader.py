@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...language.fold import fold
+from ...language.tokens import search_terms
 from ...language.topics import TOPIC_CUES
 from ...markup import literal
 from ...records import Draft, DraftCitation, QueryImage, ReaderPage
 from .answer_span import in_bold
 from .limitations import limitations
-from .passage_scoring import Asked, Similarity, choose_quotes, query_terms, score_passages
+from .passage_scoring import Asked, Similarity, choose_quotes, score_passages
 from .passages import Passage, candidate_passages, pages_printed_lines
 
 LOCAL_NOTICE = (
@@ -42,7 +43,7 @@ class ExtractiveReader:
         # `guidance` (a Jev task's formatting instructions) has no prompt to go into: the quotes stay as they are.
         printed = pages_printed_lines(pages)
         candidates = candidate_passages(pages, printed)
-        query = query_terms(question)
+        query = search_terms(question)
         if not candidates or not query:
             return _nothing_to_quote(question)
         asked = Asked.of(question)
