@@ -1,4 +1,4 @@
-"""The `pixelrag` command: index, ask, status, chat (console), slack, discord."""
+"""The `pixelrag` command: index, ask, status, chat (console), slack, discord, doctor."""
 
 from __future__ import annotations
 
@@ -170,6 +170,15 @@ async def cmd_discord(args) -> int:
     return 0
 
 
+async def cmd_doctor(args) -> int:
+    from .doctor import diagnose, report
+    from .slack.manifest import MANIFEST
+
+    text, code = report(await diagnose(_settings(args, existing=False), Path(args.manifest or MANIFEST)))
+    print(text)
+    return code
+
+
 async def cmd_feedback(args) -> int:
     from .feedback_export import export, write
 
@@ -286,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     jev_option(p)
     p.set_defaults(run=cmd_discord)
+
+    p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")
+    p.add_argument("--manifest", help="the Slack app manifest the token's scopes must cover (default: manifest.yml)")
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+    p.set_defaults(run=cmd_doctor)
 
     p = sub.add_parser("feedback", help="export the answers people rated in chat as evaluation questions")
     p.add_argument("action", choices=["export"])

@@ -50,6 +50,7 @@ BOT_USER = {"id": "999", "username": "pixelrag", "discriminator": "0", "global_n
             "bot": True}
 CHUNK = 16 * 1024
 APP_ID = "999"
+MESSAGE_CONTENT_LIMITED = 1 << 19  # application flag: the Message Content intent, under 100 servers
 
 
 def _json(data, status: int = 200, headers: dict | None = None) -> web.Response:
@@ -72,6 +73,7 @@ class FakeDiscord:
         self.clock: Callable[[], float] = time.monotonic
         self.edit_limit, self.edit_window = 5, 5.0  # per message
         self.refuse_v2 = False
+        self.message_content_intent = True  # the Developer Portal's switch (Bot → Privileged Gateway Intents)
         self.messages: dict[str, dict] = {}  # id -> the message as Discord returns it
         self.versions: dict[str, list[dict]] = {}  # id -> every state it was in, first the one sent
         self.rate_limited: list[str] = []  # ids of messages whose edit got a 429
@@ -174,9 +176,13 @@ class FakeDiscord:
     # ---- login and commands (what discord.py's Client.login and setup_hook ask for) --------------
 
     async def _application(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != "Bot fake-bot-token":
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        # A bot in under 100 servers has the "limited" flag of each privileged intent switched on.
+        flags = MESSAGE_CONTENT_LIMITED if self.message_content_intent else 0
         return _json({"id": APP_ID, "name": "pixelrag", "description": "", "icon": None,
-                                  "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64,
-                                  "owner": BOT_USER, "flags": 0})
+                      "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64,
+                      "owner": BOT_USER, "flags": flags})
 
     async def _commands(self, request: web.Request) -> web.Response:
         commands = await request.json()

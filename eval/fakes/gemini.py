@@ -7,7 +7,8 @@ Start it and point Settings at it:
         backend = gemini_backend(settings)
 
 It answers `POST /{v1|v1beta}/models/{model}:batchEmbedContents`, `:generateContent` and
-`:streamGenerateContent?alt=sse`, accepting camelCase and snake_case bodies, and replies with
+`:streamGenerateContent?alt=sse` for the models in `models` (else 404, as for a model the key may not use),
+`GET /{v1|v1beta}/models/{model}` (models.get), accepting camelCase and snake_case bodies, and replies with
 API-shaped JSON; the stream as the API sends it: server-sent events, one `data: {response}` per
 chunk, each chunk a GenerateContentResponse holding the next piece of the text, the last one with
 finishReason STOP and usageMetadata (what google-genai's generate_content_stream parses).
@@ -77,6 +78,12 @@ EMBED_MIME = {"image/png", "image/jpeg"}
 MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",),
          "application/pdf": (b"%PDF-",)}
 THINKING_LEVELS = {"MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"}
+# The models the API offers and their supportedGenerationMethods (models.get); streaming is generateContent's.
+MODELS = {
+    "gemini-embedding-2": ("embedContent", EMBED, "countTextTokens"),
+    "gemini-3.5-flash": (GENERATE, "countTokens", "createCachedContent", "batchGenerateContent"),
+    "gemini-3.5-flash-lite": (GENERATE, "countTokens", "createCachedContent", "batchGenerateContent"),
+}
 
 
 @dataclass(frozen=True)
@@ -271,6 +278,7 @@ class FakeGemini:
         self.embed_sizes: list[int] = []
         self.bodies: list[Received] = []
         self.refused: list[str] = []  # endpoints of requests refused with 400 for breaking the API's rules
+        self.models = dict(MODELS)  # what this key may use
         self.in_flight = 0
         self.max_in_flight = 0
         self.gate: asyncio.Event | None = None
@@ -282,6 +290,7 @@ class FakeGemini:
     async def start(self) -> "FakeGemini":
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/{version}/models/{call}", self._handle)
+        app.router.add_get("/{version}/models/{model}", self._model)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -326,6 +335,10 @@ class FakeGemini:
             return error_response(404, f"Unknown method {request.path}")
         if request.headers.get("x-goog-api-key") != API_KEY:
             return error_response(401, "API key not valid. Please pass a valid API key.")
+        if (GENERATE if endpoint == STREAM else endpoint) not in self.models.get(model, ()):
+            return error_response(404, f"models/{model} is not found for API version {version}, or is not "
+                                       f"supported for {endpoint}. Call ListModels to see the list of available "
+                                       "models and their supported methods.")
         raw = await request.read()
         limit = MAX_EMBED_BODY if endpoint == EMBED else MAX_GENERATE_BODY
         if len(raw) > limit:
@@ -357,6 +370,19 @@ class FakeGemini:
             return self._embed(body) if endpoint == EMBED else self._generate(body)
         finally:
             self.in_flight -= 1
+
+    async def _model(self, request: web.Request) -> web.Response:
+        """models.get: a model's resource, for a key that may use it."""
+        model, version = request.match_info["model"], request.match_info["version"]
+        if version not in ("v1", "v1beta"):
+            return error_response(404, f"Unknown method {request.path}")
+        if request.headers.get("x-goog-api-key") != API_KEY:
+            return error_response(401, "API key not valid. Please pass a valid API key.")
+        if model not in self.models:
+            return error_response(404, f"models/{model} is not found for API version {version}.")
+        return web.json_response({"name": f"models/{model}", "version": "001", "displayName": model,
+                                  "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
+                                  "supportedGenerationMethods": list(self.models[model])})
 
     async def _sleep(self, seconds: float) -> None:
         try:

@@ -74,6 +74,9 @@ from typing import Any, Callable
 
 from aiohttp import web
 
+from bot.slack import manifest
+from bot.slack.manifest import MANIFEST
+
 from .markup import hidden_links, slack_tokens
 from .slack_socket import SocketMode
 
@@ -81,7 +84,6 @@ BOT_TOKEN = "xoxb-test-token"
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 LOGIN_PAGE = b"<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in to Slack</body></html>"
-MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
 
 # Slack's documented (and, for msg_blocks_too_long, observed) limits.
 MAX_BLOCKS = 50
@@ -132,7 +134,7 @@ STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 def manifest_scopes(path: Path = MANIFEST) -> set[str]:
     """The bot scopes manifest.yml asks for: what an installed app's token is granted."""
-    return _manifest_list(path, "bot")
+    return manifest.bot_scopes(manifest.load(path))
 
 
 def manifest_text(path: Path = MANIFEST) -> str:
@@ -141,24 +143,7 @@ def manifest_text(path: Path = MANIFEST) -> str:
 
 def manifest_events(path: Path = MANIFEST) -> set[str]:
     """settings.event_subscriptions.bot_events: the events an installed app is sent."""
-    return _manifest_list(path, "bot_events")
-
-
-def _manifest_list(path: Path, key: str) -> set[str]:
-    """The items of the YAML list under the first `key:` line (no YAML parser among the test extras)."""
-    items, inside, indent = set(), False, 0
-    for line in manifest_text(path).splitlines():
-        stripped = line.split("#", 1)[0].rstrip()
-        if re.match(rf"^\s+{key}:\s*$", stripped):
-            inside, indent = True, len(stripped) - len(stripped.lstrip())
-            continue
-        if inside:
-            item = re.match(r"^(\s+)-\s*(\S+)\s*$", stripped)
-            if item and len(item.group(1)) >= indent:
-                items.add(item.group(2))
-            elif stripped.strip():
-                inside = False
-    return items
+    return manifest.bot_events(manifest.load(path))
 
 
 def manifest_flag(name: str, path: Path = MANIFEST) -> bool:
@@ -470,10 +455,17 @@ class FakeSlack:
         self.calls.append(Call(method, params, dict(request.headers)))
         self._note_acting(method, params)
         if method == "apps.connections.open":  # the app-level token's one method (Socket Mode)
+            if self._authorized(request):
+                return self._refuse(method, "not_allowed_token_type")
             result = self.socket.open_connection(dict(request.headers))
             return self._refuse(method, result) if isinstance(result, str) else web.json_response({"ok": True, **result})
         if not self._authorized(request):
             return self._refuse(method, "invalid_auth")
+        response = await self._answer(method, params)
+        response.headers["x-oauth-scopes"] = ",".join(sorted(self.scopes))  # Slack's: the token's scopes
+        return response
+
+    async def _answer(self, method: str, params: dict) -> web.Response:
         needed = self._needed_scope(method, params)
         options = (needed,) if isinstance(needed, str) else needed or ()
         if options and not self.scopes & set(options):

@@ -123,7 +123,8 @@ async def test_the_fake_delivers_again_what_is_not_acknowledged_in_time(fake):
     from slack_sdk.web.async_client import AsyncWebClient
 
     web = AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url)
-    with pytest.raises(Exception, match="invalid_auth"):  # the bot token opens no connection
+    fake.expected_refusals.append(("apps.connections.open", "not_allowed_token_type"))
+    with pytest.raises(Exception, match="not_allowed_token_type"):  # the bot token opens no connection
         await web.apps_connections_open(app_token=BOT_TOKEN)
     url = (await web.apps_connections_open(app_token=APP_TOKEN))["url"]
     async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
@@ -136,4 +137,3 @@ async def test_the_fake_delivers_again_what_is_not_acknowledged_in_time(fake):
         assert await sent == envelope["envelope_id"] and fake.socket.retries[-1][1] == 2
         await ws.send_json({"envelope_id": envelope["envelope_id"]})  # twice: Slack ignores it, noted
         await fake.wait_for(lambda: fake.socket.late_acks)
-    fake.expected_refusals.append(("apps.connections.open", "invalid_auth"))
