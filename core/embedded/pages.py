@@ -46,9 +46,16 @@ class EmbeddedPages:
                 if lexical.n == len(snap.pages):
                     return lexical
                 log.warning("%s holds %d pages, its snapshot %d; rebuilding it", path, lexical.n, len(snap.pages))
+            except bm25_file.StaleTerms as exc:
+                log.warning("%s holds %s; rebuilding it", path, exc)
             except Exception as exc:  # damaged in any way: the pages are intact, so rebuild
                 log.warning("%s cannot be read (%s); rebuilding it", path, exc)
-        return lexical_index(snap.documents, snap.with_words().pages)
+        lexical = lexical_index(snap.documents, snap.with_words().pages)
+        try:  # derived data: written in place of the stale file, so the next start is quick again
+            bm25_file.replace(lexical, path)
+        except OSError as exc:
+            log.warning("%s cannot be written (%s); it is rebuilt at each start", path, exc.strerror)
+        return lexical
 
     def current(self) -> tuple[str, Snapshot, LexicalIndex] | None:
         """The cache, when it still holds the active snapshot."""

@@ -94,6 +94,10 @@ MIGRATIONS = (
     """
     ALTER TABLE pixelrag_events ADD COLUMN progress JSONB NOT NULL DEFAULT '{}';
     """,
+    # Which tokenizer wrote pixelrag_terms (ranking.bm25.TERMS_VERSION): page_terms.py rebuilds older ones.
+    """
+    ALTER TABLE pixelrag_index ADD COLUMN terms_version INTEGER NOT NULL DEFAULT 1;
+    """,
 )
 
 

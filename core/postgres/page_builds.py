@@ -14,6 +14,7 @@ import numpy as np
 
 from ..embedded.snapshot_format import word_row
 from ..errors import IndexProblem
+from ..ranking import bm25
 from ..ranking.bm25 import page_terms
 from ..records import Document, Page
 from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
@@ -92,8 +93,8 @@ class PostgresBuild:
         async with await self.pages.connection() as conn:
             async with conn.transaction():
                 await conn.execute(
-                    "INSERT INTO pixelrag_index (built_with) VALUES (%s) ON CONFLICT DO NOTHING",
-                    (json.dumps(built_with),),
+                    "INSERT INTO pixelrag_index (built_with, terms_version) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (json.dumps(built_with), bm25.TERMS_VERSION),
                 )
                 # The row lock orders publications; the first one creates the vectors table for its dimension.
                 index = (await (await conn.execute("SELECT built_with FROM pixelrag_index FOR UPDATE")).fetchone())[0]

@@ -22,6 +22,7 @@ from ..records import SHARED_SCOPE, Document
 from .database import connected, open_pool
 from .page_builds import PostgresBuild
 from .page_search import PostgresSearch, configure
+from .page_terms import refresh_terms
 from .scope_views import ScopeViews
 
 
@@ -40,7 +41,13 @@ class PostgresPages:
         if self._pool is None:
             async with self._opening:
                 if self._pool is None:
-                    self._pool = await open_pool(self.url, configure=configure)
+                    pool = await open_pool(self.url, configure=configure)
+                    try:
+                        await refresh_terms(pool)
+                    except BaseException:
+                        await pool.close()
+                        raise
+                    self._pool = pool
         return connected(self._pool)
 
     async def close(self) -> None:

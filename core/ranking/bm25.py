@@ -15,6 +15,9 @@ from ..language.tokens import content_tokens, search_terms, stem
 from .absent_words import absent_words, presence_probe
 
 K1, B = 1.2, 0.75  # BM25's term-frequency saturation and length normalisation
+# What page_terms() makes of a text. Raised with every change to stopwords, tokens or stems: both stores
+# rebuild terms of another version from the pages' words (embedded/pages.py, postgres/page_terms.py).
+TERMS_VERSION = 1
 
 
 class LexicalIndex:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from . import bm25
 from .bm25 import LexicalIndex
+
+
+class StaleTerms(ValueError):
+    """The file's terms were made by another version of page_terms()."""
 
 
 def save(index: LexicalIndex, path: Path) -> None:
@@ -19,11 +26,27 @@ def save(index: LexicalIndex, path: Path) -> None:
         tf=tf,
         lengths=lengths,
         params=np.array([index.k1, index.b], dtype=np.float64),
+        version=np.array([bm25.TERMS_VERSION]),
     )
+
+
+def replace(index: LexicalIndex, path: Path) -> None:
+    """save(), atomically over an existing file: a reader sees the old file or the new one, whole."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lexical-", suffix=".npz")
+    os.close(fd)
+    try:
+        save(index, Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def load(path: Path) -> LexicalIndex:
     with np.load(path) as data:
+        version = int(data["version"][0]) if "version" in data else 1  # files before versions were version 1
+        if version != bm25.TERMS_VERSION:
+            raise StaleTerms(f"terms of version {version}, this pixelrag makes {bm25.TERMS_VERSION}")
         blob = data["terms"].tobytes().decode("utf-8")
         k1, b = (float(v) for v in data["params"])
         return LexicalIndex.from_arrays(

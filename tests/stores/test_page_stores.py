@@ -309,3 +309,45 @@ async def test_a_database_build_killed_before_publishing_leaves_no_rows_behind(d
         assert answer.citations and answer.citations[0].preview  # kept.pdf's image is still there
     finally:
         await _close(service)
+
+
+async def test_terms_of_another_tokenizer_version_are_rebuilt_from_the_words(store_settings, local, tmp_path,
+                                                                             monkeypatch):
+    """An index whose BM25 terms another tokenizer wrote (bm25.TERMS_VERSION) is not misread: both stores
+    rebuild the terms from the stored words when they open it, and rank as a fresh build does."""
+    import numpy as np
+    import psycopg
+
+    from core.ranking import bm25, bm25_file
+
+    pdf = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute at 2 bar.",
+                                         "Its impeller is bronze; the housing is cast iron."])
+    question = "What is the Q9 impeller made of?"
+    service = Service(store_settings, backend=local)
+    await service.index([str(pdf)])
+    before = await service.answer(Turn(question))
+    await service.close()
+    # The stored terms are an older tokenizer's: here, none at all.
+    if store_settings.database_url:
+        with psycopg.connect(store_settings.database_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM pixelrag_terms; DELETE FROM pixelrag_term_pages")
+    else:
+        path = next((store_settings.index_dir / "snapshots").glob("*/lexical.npz"))
+        empty = bm25.LexicalIndex(["", ""])
+        bm25_file.save(empty, path)
+        assert bm25_file.load(path).n == 2
+    monkeypatch.setattr(bm25, "TERMS_VERSION", 2)
+    reopened = Service(store_settings, backend=local)
+    try:
+        after = await reopened.answer(Turn(question))
+    finally:
+        await reopened.close()
+    assert [(h.page, round(h.score, 5)) for h in after.hits] == [(h.page, round(h.score, 5)) for h in before.hits]
+    assert after.markdown == before.markdown
+    if store_settings.database_url:
+        with psycopg.connect(store_settings.database_url) as conn:
+            assert conn.execute("SELECT terms_version FROM pixelrag_index").fetchone()[0] == 2
+            assert conn.execute("SELECT count(*) FROM pixelrag_terms").fetchone()[0] > 0
+    else:
+        with np.load(path) as data:  # written back: the next start reads it
+            assert int(data["version"][0]) == 2 and data["offsets"][-1] > 0
