@@ -137,6 +137,7 @@ async def cmd_status(args) -> int:
     service = Service(_settings(args))
     documents = await service.verify()  # every check, source PDFs hashed: status is also the index's health check
     status = await service.status()
+    status.update(await usage_of_every_workspace(service.settings))
     status["documents_list"] = [
         {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}
         for d in documents
@@ -148,6 +149,26 @@ async def cmd_status(args) -> int:
         + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"])
     )
     return 0
+
+
+async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:
+    """Every workspace's usage, from the Slack and Discord bots' thread memories (or the database)."""
+    from core import usage
+    from core.embedded.threads import ThreadStore
+    from core.storage import thread_memory
+
+    from .discord.settings import threads_db
+    from .slack.settings import SlackSettings
+
+    paths = [SlackSettings.parse(settings).threads_db, threads_db(settings)]
+    stores = (
+        [thread_memory(settings, paths[0])] if settings.database_url else [ThreadStore(p) for p in paths if p.exists()]
+    )
+    try:
+        return await usage.summary(stores, None, None)
+    finally:
+        for store in stores:
+            await store.close()
 
 
 async def cmd_chat(args) -> int:

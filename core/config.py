@@ -50,6 +50,8 @@ class Settings:
     typesafe_model: str = "jev-1.14.0"  # pinned: the jev-latest alias lags behind it
     jev_timeout_s: float = 15.0  # the selector's share of a question's budget, retries included
     log_format: str = "plain"  # "json": one JSON object per log line, for log collectors
+    user_questions_per_hour: int = 0  # chat questions one person may ask an hour (0: no limit)
+    workspace_questions_per_day: int = 0  # chat questions one workspace or server may ask a day (0: no limit)
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> Settings:
@@ -98,6 +100,8 @@ def load_settings(
         typesafe_model=(values.get("TYPESAFE_MODEL") or "").strip() or base.typesafe_model,
         jev_timeout_s=num("PIXELRAG_JEV_TIMEOUT", base.jev_timeout_s, 0.1, 600, float),
         log_format=log_format(values.get("PIXELRAG_LOG_FORMAT")),
+        user_questions_per_hour=num("PIXELRAG_USER_QUESTIONS_PER_HOUR", 0, 0, 1_000_000),
+        workspace_questions_per_day=num("PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY", 0, 0, 100_000_000),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
 

@@ -9,10 +9,12 @@ it instead of searching again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import limits, usage
 from .cleaning import clean_text
 from .metrics import FEEDBACK
 from .ports import ThreadKey, ThreadMemory
@@ -43,20 +45,32 @@ class Conversation:
         render: Callable[[Answer, int | None], Any] = lambda answer, turn_id: answer,
         keep_reply: bool = False,
         events: EventSink | None = None,
+        user: str = "",
     ) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
         With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked
         again in the thread before that gets the stored rendering back (and `events`, which hears the
-        stages and the text of a new answer as they happen, hears nothing)."""
+        stages and the text of a new answer as they happen, hears nothing). `user` (the platform's id of
+        the person asking) is counted against the question limits (core/limits.py); a question over one
+        raises LimitReached, whose message is for that person."""
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
                 kept_id, kept = pending
                 return Reply(None, kept, kept_id, pending=True)
+        # Limits and costs are the tenant's (a workspace, a server), in a thread or not.
+        platform, workspace = usage.tenant(scope)
+        await limits.admit(self.threads, self.service.settings, platform, workspace, user)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
-        answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
+        with usage.counting() as cost:
+            usage.count(usage.QUESTIONS)
+            try:
+                answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
+            finally:  # what a failed answer spent is spent too
+                if cost:
+                    await self.threads.add_usage(platform, workspace, cost, time.time())
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = False

@@ -9,7 +9,7 @@ thread memory live in core/embedded/ (an index folder, SQLite) or core/postgres/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -193,3 +193,16 @@ class ThreadMemory(Protocol):
 
     async def progress(self, event_id: str) -> dict:
         """What was noted of a delivery; {} when nothing was."""
+
+    async def asked(self, platform: str, workspace: str, user: str | None, since: float) -> list[float]:
+        """When the questions counted (record_question) in a workspace since `since` were asked, oldest
+        first: one person's, or (user None) everyone's."""
+
+    async def record_question(self, platform: str, workspace: str, user: str, at: float) -> None:
+        """Count a question against the limits (core/limits.py)."""
+
+    async def add_usage(self, platform: str, workspace: str, counts: Mapping[str, int], at: float) -> None:
+        """Add what a question cost (core/usage.py) to its workspace's total for the day of `at`."""
+
+    async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
+        """The costs added since `since` (from the start of its day): one workspace's, or every one's."""

@@ -118,9 +118,12 @@ class DiscordHandlers:
             scope_for(guild_id),
             upload_limit(message.guild),
             problems,
+            str(message.author.id),
         )
 
-    async def _answer(self, send, key, question: str, images, scope: str, limit: int, problems: list[str]) -> None:
+    async def _answer(
+        self, send, key, question: str, images, scope: str, limit: int, problems: list[str], user: str
+    ) -> None:
         """Ask the conversation with a streamed reply: the stages and text as they come, then the answer.
         A failure once the reply is showing ends that message with the error."""
         stream = AnswerStream(
@@ -134,6 +137,7 @@ class DiscordHandlers:
                 scope=scope,
                 events=stream.event,
                 render=lambda answer, turn_id: render_both(answer, limit, problems, turn_id),
+                user=user,
             )
         except PixelragError as exc:
             if await stream.fail(str(exc)):
@@ -198,6 +202,7 @@ class DiscordHandlers:
                 scope_for(interaction.guild_id),
                 upload_limit(interaction.guild),
                 problems,
+                str(interaction.user.id),
             )
 
     async def index(

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import BadInput, PixelragError, Service
+from core import BadInput, PixelragError, Service, usage
 
 from ..background import BackgroundTasks
 from . import render
@@ -23,9 +23,12 @@ JOBS = ("index", "reindex", "remove")
 
 
 class SlashCommand:
-    def __init__(self, settings: SlackSettings, service: Service, indexing: SlackIndexing, tasks: BackgroundTasks):
+    def __init__(
+        self, settings: SlackSettings, service: Service, indexing: SlackIndexing, tasks: BackgroundTasks, threads
+    ):
         self.settings = settings
         self.service = service
+        self.threads = threads  # each workspace's usage, for status
         self.indexing = indexing
         self.tasks = tasks
 
@@ -37,7 +40,9 @@ class SlashCommand:
         if sub == "list":
             await ack(text=render.documents_text(await self.service.documents(scope), scope))
         elif sub == "status":
-            await ack(text=render.status_text(await self.service.status(scope)))
+            status = await self.service.status(scope)
+            status.update(await usage.summary([self.threads], *usage.tenant(scope)))
+            await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(text)}`…")
             self.tasks.spawn(

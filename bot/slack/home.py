@@ -16,7 +16,8 @@ from collections import OrderedDict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import SHARED_SCOPE, Service
+from core import SHARED_SCOPE, Service, usage
+from core.ports import ThreadMemory
 
 from .home_view import home_view
 
@@ -26,9 +27,10 @@ RECENT_VIEWERS = 50  # refreshed per workspace after a change; views.publish is 
 
 
 class AppHome:
-    def __init__(self, service: Service, command: str = "/pixelrag"):
+    def __init__(self, service: Service, command: str, threads: ThreadMemory):
         self.service = service
         self.command = command
+        self.threads = threads  # the workspace's usage
         self.viewers: dict[str, OrderedDict[str, None]] = {}  # scope -> users, most recent last
 
     async def opened(self, client: AsyncWebClient, scope: str, user: str) -> None:
@@ -50,7 +52,8 @@ class AppHome:
         try:
             documents = await self.service.documents(scope)
             indexing = self.service.indexing_now(scope) + self.service.indexing_now(SHARED_SCOPE)
-            view = home_view(documents, scope, indexing, self.command)
+            costs = await usage.summary([self.threads], *usage.tenant(scope))
+            view = home_view(documents, scope, indexing, self.command, costs)
         except Exception:
             log.exception("the Home tab for %s could not be built", scope)
             return

@@ -71,8 +71,14 @@ def document_blocks(heading: str, scope_note: str, documents: list[Document]) ->
     return blocks
 
 
-def home_view(documents: list[Document], scope: str, indexing: list[str], command: str = "/pixelrag") -> dict:
-    """The Home tab for a workspace (scope `slack:<team>`)."""
+def home_view(
+    documents: list[Document],
+    scope: str,
+    indexing: list[str],
+    command: str = "/pixelrag",
+    costs: dict[str, str] | None = None,
+) -> dict:
+    """The Home tab for a workspace (scope `slack:<team>`), with its usage (usage.summary) when given."""
     own, shared = own_and_shared(documents, scope)
     blocks = [
         header("pixelrag: answers from your PDFs"),
@@ -110,4 +116,6 @@ def home_view(documents: list[Document], scope: str, indexing: list[str], comman
         ),
         context("Adding and removing documents is for workspace admins and the users in SLACK_INDEX_USERS."),
     ]
+    if costs:
+        blocks += [header("Usage"), section("\n".join(f"• *{escape(k)}:* {escape(v)}" for k, v in costs.items()))]
     return {"type": "home", "blocks": blocks[:MAX_VIEW_BLOCKS]}

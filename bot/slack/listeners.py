@@ -220,6 +220,7 @@ class SlackQuestions:
                 render=render.render_answer,
                 keep_reply=True,
                 events=stream.event if stream else None,
+                user=user,
             )
             answer = reply.answer
             # The streamed message ends with the evidence and the buttons; without a live stream (refused,

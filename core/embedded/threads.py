@@ -16,13 +16,16 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import aiosqlite
 
 from ..errors import IndexProblem
+from ..limits import KEEP_QUESTIONS_S
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
+from ..usage import day_of
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.
@@ -52,7 +55,16 @@ MIGRATIONS = (
     """
     ALTER TABLE events ADD COLUMN progress TEXT NOT NULL DEFAULT '{}';
     """,
+    # Questions counted against the limits (core/limits.py) and each workspace's costs per day (core/usage.py).
+    """
+    CREATE TABLE IF NOT EXISTS questions (platform TEXT NOT NULL, workspace TEXT NOT NULL, user TEXT NOT NULL,
+        at REAL NOT NULL);
+    CREATE INDEX IF NOT EXISTS questions_workspace ON questions(platform, workspace, at);
+    CREATE TABLE IF NOT EXISTS usage (platform TEXT NOT NULL, workspace TEXT NOT NULL, day TEXT NOT NULL,
+        metric TEXT NOT NULL, amount INTEGER NOT NULL, PRIMARY KEY (platform, workspace, day, metric));
+    """,
 )
+
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
 
 
@@ -216,6 +228,40 @@ class ThreadStore:
         async with db.execute("SELECT progress FROM events WHERE event_id = ?", (event_id,)) as cursor:
             row = await cursor.fetchone()
         return json.loads(row[0]) if row else {}
+
+    async def asked(self, platform: str, workspace: str, user: str | None, since: float) -> list[float]:
+        db = await self._conn()
+        sql = "SELECT at FROM questions WHERE platform = ? AND workspace = ? AND at >= ?"
+        params: tuple = (platform, workspace, since)
+        if user is not None:
+            sql, params = sql + " AND user = ?", (*params, user)
+        async with db.execute(sql + " ORDER BY at", params) as cursor:
+            return [row[0] for row in await cursor.fetchall()]
+
+    async def record_question(self, platform: str, workspace: str, user: str, at: float) -> None:
+        db = await self._conn()
+        await db.execute("DELETE FROM questions WHERE at < ?", (at - KEEP_QUESTIONS_S,))
+        await db.execute("INSERT INTO questions VALUES (?, ?, ?, ?)", (platform, workspace, user, at))
+        await db.commit()
+
+    async def add_usage(self, platform: str, workspace: str, counts: Mapping[str, int], at: float) -> None:
+        db = await self._conn()
+        await db.executemany(
+            "INSERT INTO usage VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, workspace, day, metric) "
+            "DO UPDATE SET amount = amount + excluded.amount",
+            [(platform, workspace, day_of(at), metric, int(n)) for metric, n in counts.items() if n],
+        )
+        await db.commit()
+
+    async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
+        db = await self._conn()
+        sql, params = "SELECT metric, sum(amount) FROM usage WHERE day >= ?", [day_of(since)]
+        for column, value in (("platform", platform), ("workspace", workspace)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        async with db.execute(sql + " GROUP BY metric", params) as cursor:
+            return {metric: int(total) for metric, total in await cursor.fetchall()}
 
 
 def _pages(raw: str) -> tuple[tuple[str, int], ...]:

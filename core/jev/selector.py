@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import deadline
+from .. import deadline, usage
 from ..config import Settings
 from ..metrics import MODEL_REQUESTS
 from ..records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection
@@ -96,6 +96,7 @@ class PageSelector:
         if budget < MIN_BUDGET_S:
             return self._fallback(candidates, k, "no time was left in this question's budget")
         started = time.monotonic()
+        usage.count(usage.TYPESAFE_REQUESTS)
         try:
             async with asyncio.timeout(budget):
                 answers, model = await self._ask(question, images, candidates, budget)

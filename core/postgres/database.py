@@ -98,6 +98,14 @@ MIGRATIONS = (
     """
     ALTER TABLE pixelrag_index ADD COLUMN terms_version INTEGER NOT NULL DEFAULT 1;
     """,
+    # Questions counted against the limits (core/limits.py) and each workspace's costs per day (core/usage.py).
+    """
+    CREATE TABLE pixelrag_questions (platform TEXT NOT NULL, workspace TEXT NOT NULL, user_id TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL);
+    CREATE INDEX pixelrag_questions_workspace ON pixelrag_questions (platform, workspace, at);
+    CREATE TABLE pixelrag_usage (platform TEXT NOT NULL, workspace TEXT NOT NULL, day TEXT NOT NULL,
+        metric TEXT NOT NULL, amount BIGINT NOT NULL, PRIMARY KEY (platform, workspace, day, metric));
+    """,
 )
 
 

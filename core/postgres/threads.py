@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 
+from ..limits import KEEP_QUESTIONS_S
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
+from ..usage import day_of
 from .database import connected, open_pool
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
@@ -147,3 +150,32 @@ class PostgresThreadStore:
     async def progress(self, event_id: str) -> dict:
         rows = await self._run("SELECT progress FROM pixelrag_events WHERE event_id = %s", (event_id,))
         return rows[0][0] if rows else {}
+
+    async def asked(self, platform: str, workspace: str, user: str | None, since: float) -> list[float]:
+        rows = await self._run(
+            "SELECT at FROM pixelrag_questions WHERE platform = %s AND workspace = %s AND at >= %s"
+            " AND (%s::text IS NULL OR user_id = %s) ORDER BY at",
+            (platform, workspace, since, user, user),
+        )
+        return [row[0] for row in rows]
+
+    async def record_question(self, platform: str, workspace: str, user: str, at: float) -> None:
+        await self._run("DELETE FROM pixelrag_questions WHERE at < %s", (at - KEEP_QUESTIONS_S,))
+        await self._run("INSERT INTO pixelrag_questions VALUES (%s, %s, %s, %s)", (platform, workspace, user, at))
+
+    async def add_usage(self, platform: str, workspace: str, counts: Mapping[str, int], at: float) -> None:
+        for metric, amount in counts.items():
+            if amount:
+                await self._run(
+                    "INSERT INTO pixelrag_usage VALUES (%s, %s, %s, %s, %s) ON CONFLICT (platform, workspace, day,"
+                    " metric) DO UPDATE SET amount = pixelrag_usage.amount + EXCLUDED.amount",
+                    (platform, workspace, day_of(at), metric, int(amount)),
+                )
+
+    async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
+        rows = await self._run(
+            "SELECT metric, sum(amount) FROM pixelrag_usage WHERE day >= %s AND (%s::text IS NULL OR platform = %s)"
+            " AND (%s::text IS NULL OR workspace = %s) GROUP BY metric",
+            (day_of(since), platform, platform, workspace, workspace),
+        )
+        return {metric: int(total) for metric, total in rows}

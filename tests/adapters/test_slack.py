@@ -1130,3 +1130,21 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     from eval.questions import load_questions
 
     load_questions(out)  # the evaluation reads the file as it is; a person adds gold pages and the answer
+
+
+async def test_a_person_over_the_question_limit_is_told_in_the_thread_and_status_shows_usage(make_harness, fake,
+                                                                                              tmp_path):
+    settings = base_settings(fake, tmp_path).with_(user_questions_per_hour=1)
+    slack = await make_harness(settings=settings)
+    await slack.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    first, _ = await slack.mention("What is the maximum flow rate of the X200 pump?")
+    await slack.bot.drain()
+    assert "120" in fake.thread_text(first["ts"])
+    second, _ = await slack.mention("And its weight?")
+    await slack.bot.drain()
+    told = fake.thread_text(second["ts"])
+    assert "You have asked 1 questions in the past hour" in told and "again in 60 minutes" in told
+    assert len(slack.service.turns) == 1  # the refused question was not searched or read
+    body = (await slack.command("status")).body
+    assert "usage today (UTC): 1 questions, 0 Gemini requests" in body
+    assert "usage today (UTC): 0 questions" in (await slack.command("status", team="T2")).body

@@ -17,7 +17,7 @@ import aiohttp
 from google import genai
 from google.genai import errors, types
 
-from ... import deadline
+from ... import deadline, usage
 from ...config import Settings
 from ...errors import BadInput, RemoteError
 from ...metrics import MODEL_REQUESTS
@@ -83,6 +83,7 @@ class GeminiCalls:
                 async with self.slots:
                     result = await asyncio.wait_for(make(), timeout)
                 MODEL_REQUESTS.labels("gemini", "ok").inc()
+                usage.gemini_response(result)
                 return result
             except errors.APIError as e:
                 MODEL_REQUESTS.labels("gemini", str(e.code)).inc()

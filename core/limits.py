@@ -1,0 +1,51 @@
+"""Question limits per person and per workspace (PIXELRAG_USER_QUESTIONS_PER_HOUR,
+PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY; off by default). The questions are counted in the thread memory,
+so every process that shares it counts the same ones; a refused question is not counted."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from .config import Settings
+from .errors import BadInput
+from .ports import ThreadMemory
+
+HOUR, DAY = 3600.0, 86400.0
+KEEP_QUESTIONS_S = 2 * DAY  # what the stores keep: the longest window is a day
+
+
+class LimitReached(BadInput):
+    """A question over a limit: the message says which, and when the next one can be asked."""
+
+
+async def admit(
+    threads: ThreadMemory, settings: Settings, platform: str, workspace: str, user: str, now: float | None = None
+) -> None:
+    """Count a question, or raise LimitReached without counting it."""
+    now = time.time() if now is None else now
+    per_user, per_workspace = settings.user_questions_per_hour, settings.workspace_questions_per_day
+    if per_user and user:
+        asked = await threads.asked(platform, workspace, user, now - HOUR)
+        if len(asked) >= per_user:
+            raise LimitReached(
+                f"You have asked {len(asked)} questions in the past hour, the most one person may ask here "
+                f"(PIXELRAG_USER_QUESTIONS_PER_HOUR). You can ask again {_in(asked[-per_user] + HOUR - now)}."
+            )
+    if per_workspace:
+        asked = await threads.asked(platform, workspace, None, now - DAY)
+        if len(asked) >= per_workspace:
+            raise LimitReached(
+                f"This workspace has asked {len(asked)} questions in the past 24 hours, its limit "
+                f"(PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY). Questions can be asked again "
+                f"{_in(asked[-per_workspace] + DAY - now)}."
+            )
+    if per_user or per_workspace:
+        await threads.record_question(platform, workspace, user, now)
+
+
+def _in(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    if minutes < 120:
+        return f"in {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"in {math.ceil(minutes / 60)} hours"
