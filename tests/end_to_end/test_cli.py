@@ -226,3 +226,24 @@ def test_small_mistakes_get_a_line_that_names_them(env, capsys):
     code, _, err = run(capsys, "ask", "y" * 2001)
     assert code == 2 and "2,001 characters long; keep it to 2,000 or fewer" in err
     assert run(capsys, "ask", "y" * 2000)[0] == 0
+
+
+def test_status_shows_every_workspaces_usage_from_both_bots(env, capsys):
+    import asyncio
+    import time
+
+    from core import ThreadStore
+
+    async def spend(path: Path, platform: str, counts: dict) -> None:
+        store = await ThreadStore(path).open()
+        await store.add_usage(platform, "W1", counts, time.time())
+        await store.close()
+
+    text_pdf(env / "relay.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
+    assert run(capsys, "index", str(env / "relay.pdf"))[0] == 0
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and "usage today (UTC): 0 questions, 0 Gemini requests, 0 Gemini tokens" in out
+    asyncio.run(spend(env / "index" / "slack-threads.sqlite", "slack", {"questions": 3, "gemini_tokens": 1200}))
+    asyncio.run(spend(env / "index" / "discord-threads.sqlite", "discord", {"questions": 2, "gemini_tokens": 800}))
+    code, out, _ = run(capsys, "status", "--json")
+    assert json.loads(out)["usage, last 30 days"].startswith("5 questions, 0 Gemini requests, 2,000 Gemini tokens")
