@@ -222,6 +222,7 @@ class FakeService:
 
     def __init__(self, markdown="The warranty is **2 years**.", citations=1, interpreted=None,
                  clarify=None, fail: Exception | None = None, topic="warranty"):
+        self.settings = Settings()  # as the real one's: no question limits
         self.turns: list[Turn] = []
         self.markdown = markdown
         self.citations = citations
