@@ -29,19 +29,23 @@ async def admit(
         asked = await threads.asked(platform, workspace, user, now - HOUR)
         if len(asked) >= per_user:
             raise LimitReached(
-                f"You have asked {len(asked)} questions in the past hour, the most one person may ask here "
+                f"You have asked {questions(len(asked))} in the past hour, the most one person may ask here "
                 f"(PIXELRAG_USER_QUESTIONS_PER_HOUR). You can ask again {_in(asked[-per_user] + HOUR - now)}."
             )
     if per_workspace:
         asked = await threads.asked(platform, workspace, None, now - DAY)
         if len(asked) >= per_workspace:
             raise LimitReached(
-                f"This workspace has asked {len(asked)} questions in the past 24 hours, its limit "
+                f"This workspace has asked {questions(len(asked))} in the past 24 hours, its limit "
                 f"(PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY). Questions can be asked again "
                 f"{_in(asked[-per_workspace] + DAY - now)}."
             )
     if per_user or per_workspace:
         await threads.record_question(platform, workspace, user, now)
+
+
+def questions(n: int) -> str:
+    return f"{n} question{'s' if n != 1 else ''}"
 
 
 def _in(seconds: float) -> str:

@@ -77,7 +77,8 @@ async def summary(
 
 
 def describe(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{counts.get(metric, 0):,} {label}" for metric, label in SHOWN)
+    shown = ((counts.get(metric, 0), label) for metric, label in SHOWN)
+    return ", ".join(f"{n:,} {label if n != 1 else label.removesuffix('s')}" for n, label in shown)
 
 
 def tenant(scope: str) -> tuple[str, str]:

@@ -1143,8 +1143,8 @@ async def test_a_person_over_the_question_limit_is_told_in_the_thread_and_status
     second, _ = await slack.mention("And its weight?")
     await slack.bot.drain()
     told = fake.thread_text(second["ts"])
-    assert "You have asked 1 questions in the past hour" in told and "again in 60 minutes" in told
+    assert "You have asked 1 question in the past hour" in told and "again in 60 minutes" in told
     assert len(slack.service.turns) == 1  # the refused question was not searched or read
     body = (await slack.command("status")).body
-    assert "usage today (UTC): 1 questions, 0 Gemini requests" in body
+    assert "usage today (UTC): 1 question, 0 Gemini requests" in body
     assert "usage today (UTC): 0 questions" in (await slack.command("status", team="T2")).body
