@@ -59,6 +59,10 @@ def report(findings: Findings) -> tuple[str, int]:
     return "\n".join(lines), 1 if failed else 0
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
@@ -77,7 +81,11 @@ async def index_check(settings: Settings) -> Findings:
     finally:
         await service.close()
     return [
-        Finding(OK, "index", f"{settings.index_dir}: {status['documents']} documents, {status['pages']} pages"),
+        Finding(
+            OK,
+            "index",
+            f"{settings.index_dir}: {plural(status['documents'], 'document')}, {plural(status['pages'], 'page')}",
+        ),
         *built_with_check(settings, status.get("built_with")),
     ]
 

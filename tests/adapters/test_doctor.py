@@ -50,7 +50,7 @@ async def test_a_good_install_passes_every_check_and_exits_0(tmp_path, slack, br
     passed = lines(findings, OK)
     assert {"index", "index backend", "slack bot token", "slack scopes", "slack app token", "discord token",
             "discord intent", "gemini", "typesafe"} <= passed.keys()
-    assert "1 documents" in passed["index"] and "as @pixelrag" in passed["slack bot token"]
+    assert "1 document, 4 pages" in passed["index"] and "as @pixelrag" in passed["slack bot token"]
     assert f"all {len(manifest_scopes())} scopes" in passed["slack scopes"]
     assert text.endswith("All checks passed.")
 
