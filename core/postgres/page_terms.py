@@ -13,6 +13,7 @@ from .database import MIGRATION_LOCK
 from .page_rows import page_from_row
 
 log = logging.getLogger(__name__)
+BATCH_PAGES = 500
 
 
 async def refresh_terms(pool) -> int:
@@ -33,24 +34,25 @@ async def refresh_terms(pool) -> int:
         df: Counter = Counter()
         bounds: dict[str, tuple[float, float]] = {}
         lengths: list[tuple[int, float]] = []
-        pages = await (
-            await conn.execute(
+        # A batch of pages at a time through a server-side cursor: a large index's words never all in memory.
+        async with conn.cursor(name="pixelrag_terms_rebuild") as pages:
+            await pages.execute(
                 "SELECT id, scope, doc_id, page, content_hash, width_pt, height_pt, words FROM pixelrag_pages"
             )
-        ).fetchall()
-        async with conn.cursor().copy(
-            "COPY pixelrag_terms (term, page_id, doc_id, scope, tf, lexical_length) FROM STDIN"
-        ) as copy:
-            for page_id, scope, *rest in pages:
-                page = page_from_row(rest)
-                terms = page_terms(f"{titles.get(page.doc_id, '')}\n{page.text}")  # as lexical_index() does
-                length = float(sum(terms.values()))
-                lengths.append((page_id, length))
-                df.update(terms.keys())
-                for term, tf in terms.items():
-                    top_tf, shortest = bounds.get(term, (0.0, length))
-                    bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
-                    await copy.write_row((term, page_id, page.doc_id, scope, float(tf), length))
+            while batch := await pages.fetchmany(BATCH_PAGES):
+                async with conn.cursor().copy(
+                    "COPY pixelrag_terms (term, page_id, doc_id, scope, tf, lexical_length) FROM STDIN"
+                ) as copy:
+                    for page_id, scope, *rest in batch:
+                        page = page_from_row(rest)
+                        terms = page_terms(f"{titles.get(page.doc_id, '')}\n{page.text}")  # as lexical_index()
+                        length = float(sum(terms.values()))
+                        lengths.append((page_id, length))
+                        df.update(terms.keys())
+                        for term, tf in terms.items():
+                            top_tf, shortest = bounds.get(term, (0.0, length))
+                            bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
+                            await copy.write_row((term, page_id, page.doc_id, scope, float(tf), length))
         async with conn.cursor() as cur:
             await cur.executemany(
                 "UPDATE pixelrag_pages SET lexical_length = %s WHERE id = %s",

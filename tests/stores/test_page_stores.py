@@ -337,6 +337,7 @@ async def test_terms_of_another_tokenizer_version_are_rebuilt_from_the_words(sto
         bm25_file.save(empty, path)
         assert bm25_file.load(path).n == 2
     monkeypatch.setattr(bm25, "TERMS_VERSION", 2)
+    monkeypatch.setattr("core.postgres.page_terms.BATCH_PAGES", 1)  # the database's pages read in two batches
     reopened = Service(store_settings, backend=local)
     try:
         after = await reopened.answer(Turn(question))
