@@ -4,8 +4,10 @@ core/conversation.py."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Sequence
 
+from . import usage
 from .answering import Answerer
 from .backends import make_backend
 from .backends.base import Backend
@@ -13,7 +15,7 @@ from .config import Settings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
 from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
-from .ports import PageStore
+from .ports import PageStore, ThreadMemory
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
 from .storage import page_store
 
@@ -25,6 +27,8 @@ class Service:
         self.pages: PageStore = page_store(settings)
         self.indexer = Indexer(settings, self.pages, lambda: self.backend)
         self.answerer = Answerer(settings, self.pages, lambda: self.backend)
+        # Where what indexing costs is kept per workspace (a chat adapter's thread memory); None: not kept.
+        self.costs: ThreadMemory | None = None
 
     @property
     def backend(self) -> Backend:
@@ -47,15 +51,26 @@ class Service:
         scope: str = SHARED_SCOPE,
         progress: ProgressFn | None = None,
     ) -> IndexReport:
-        return await self.indexer.index(sources, titles=titles, scope=scope, progress=progress)
+        return await self._counted(scope, self.indexer.index(sources, titles=titles, scope=scope, progress=progress))
 
     async def index_bytes(
         self, data: bytes, name: str, *, scope: str, title: str | None = None, progress: ProgressFn | None = None
     ) -> IndexReport:
-        return await self.indexer.index_bytes(data, name, scope=scope, title=title, progress=progress)
+        return await self._counted(
+            scope, self.indexer.index_bytes(data, name, scope=scope, title=title, progress=progress)
+        )
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
-        return await self.indexer.reindex(scope, document, progress)
+        return await self._counted(scope, self.indexer.reindex(scope, document, progress))
+
+    async def _counted(self, scope: str, build: Awaitable[IndexReport]) -> IndexReport:
+        """Run a build, adding its Gemini requests and tokens to the workspace's usage (self.costs)."""
+        with usage.counting() as cost:
+            try:
+                return await build
+            finally:  # a failed build's requests were made too
+                if cost and self.costs is not None:
+                    await self.costs.add_usage(*usage.tenant(scope), cost, time.time())
 
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         return await self.indexer.remove(scope, document, progress)

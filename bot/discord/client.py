@@ -64,6 +64,7 @@ def build_client(
 ) -> PixelragBot:
     """The bot, not connected; its cogs are added by `setup_hook` when it logs in (or `add_cogs`)."""
     options = options if options is not None else DiscordSettings.parse(settings.extra)
+    service.costs = threads  # what a server's indexing costs is kept with its questions' costs
     return PixelragBot(DiscordHandlers(service, threads, settings, options=options), options)
 
 

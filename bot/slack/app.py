@@ -36,6 +36,7 @@ class SlackBot:
 
     def __init__(self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadMemory):
         self.service = service
+        service.costs = threads  # what a workspace's indexing costs is kept with its questions' costs
         self.tasks = BackgroundTasks()
         files = SlackFiles(
             slack.bot_token, settings.request_timeout_s, settings.max_image_bytes, settings.max_pdf_bytes

@@ -10,6 +10,7 @@ import pytest
 from core import Conversation, Service, Settings, thread_memory, usage
 from core.limits import LimitReached
 from eval.fakes.gemini import FakeGemini
+from tests.conftest import text_pdf
 
 QUESTION = "What is the mounting hole spacing of the HydroFlow HF-300?"
 
@@ -116,3 +117,18 @@ async def test_gemini_tokens_and_requests_are_recorded_per_workspace(threads, tm
     lines = await usage.summary([threads], "slack", "T1", clock.now + 86400)
     assert lines["usage today (UTC)"].startswith("0 questions")
     assert lines["usage, last 30 days"].startswith("2 questions")
+
+
+async def test_what_a_workspace_indexing_costs_is_added_to_its_usage(threads, tmp_path, brochure, clock):
+    async with FakeGemini() as gemini:
+        service = Service(gemini.settings(Settings(index_dir=tmp_path / "g"), embedding_dim=256))
+        await service.index([str(brochure)])  # the operator's, before any thread memory: not kept
+        service.costs = threads  # as the Slack and Discord bots set it
+        before = gemini.requests["batchEmbedContents"]
+        manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute.", "Its impeller is bronze."])
+        await service.index_bytes(manual.read_bytes(), "q9.pdf", scope="slack:T1")
+        embedded = gemini.requests["batchEmbedContents"] - before
+        await service.close()
+    t1 = await threads.usage("slack", "T1", clock.now)
+    assert t1.get(usage.QUESTIONS, 0) == 0 and t1[usage.GEMINI_REQUESTS] == embedded > 0
+    assert await threads.usage("shared", "", clock.now) == {}
