@@ -154,16 +154,16 @@ async def cmd_status(args) -> int:
 async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:
     """Every workspace's usage, from the Slack and Discord bots' thread memories (or the database)."""
     from core import usage
-    from core.embedded.threads import ThreadStore
     from core.storage import thread_memory
 
     from .discord.settings import threads_db
     from .slack.settings import SlackSettings
 
     paths = [SlackSettings.parse(settings).threads_db, threads_db(settings)]
-    stores = (
-        [thread_memory(settings, paths[0])] if settings.database_url else [ThreadStore(p) for p in paths if p.exists()]
-    )
+    if settings.database_url:  # one database holds both bots' threads
+        stores = [thread_memory(settings, paths[0])]
+    else:  # each bot's SQLite file, where it has run
+        stores = [thread_memory(settings, p) for p in paths if p.exists()]
     try:
         return await usage.summary(stores, None, None)
     finally:

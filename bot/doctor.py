@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core import PixelragError, Service, Settings
 from core.backends import make_backend
+from core.errors import first_line, plural
 
 from .slack import manifest as slack_manifest
 
@@ -57,14 +58,6 @@ def report(findings: Findings) -> tuple[str, int]:
     failed = sum(f.status == FAIL for f in findings)
     lines.append(f"{failed} check(s) failed." if failed else "All checks passed.")
     return "\n".join(lines), 1 if failed else 0
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 # --- the index: a folder, or a PostgreSQL database ---------------------------------------------------

@@ -25,6 +25,16 @@ class Busy(PixelragError):
     """The same document is already being indexed."""
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, for a message: a library's error may run on for a page."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def plural(n: int, word: str) -> str:
+    """A count for a message: '1 page', '3 pages'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def megabytes(n: float) -> str:
     """A size for a message: '5.2 MB', '40 MB'."""
     return f"{n / 1e6:.1f}".removesuffix(".0") + " MB"

@@ -8,7 +8,7 @@ import math
 import time
 
 from .config import Settings
-from .errors import BadInput
+from .errors import BadInput, plural
 from .ports import ThreadMemory
 
 HOUR, DAY = 3600.0, 86400.0
@@ -29,14 +29,14 @@ async def admit(
         asked = await threads.asked(platform, workspace, user, now - HOUR)
         if len(asked) >= per_user:
             raise LimitReached(
-                f"You have asked {questions(len(asked))} in the past hour, the most one person may ask here "
+                f"You have asked {plural(len(asked), 'question')} in the past hour, the most one person may ask here "
                 f"(PIXELRAG_USER_QUESTIONS_PER_HOUR). You can ask again {_in(asked[-per_user] + HOUR - now)}."
             )
     if per_workspace:
         asked = await threads.asked(platform, workspace, None, now - DAY)
         if len(asked) >= per_workspace:
             raise LimitReached(
-                f"This workspace has asked {questions(len(asked))} in the past 24 hours, its limit "
+                f"This workspace has asked {plural(len(asked), 'question')} in the past 24 hours, its limit "
                 f"(PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY). Questions can be asked again "
                 f"{_in(asked[-per_workspace] + DAY - now)}."
             )
@@ -44,12 +44,8 @@ async def admit(
         await threads.record_question(platform, workspace, user, now)
 
 
-def questions(n: int) -> str:
-    return f"{n} question{'s' if n != 1 else ''}"
-
-
 def _in(seconds: float) -> str:
     minutes = max(1, math.ceil(seconds / 60))
     if minutes < 120:
-        return f"in {minutes} minute{'s' if minutes != 1 else ''}"
+        return f"in {plural(minutes, 'minute')}"
     return f"in {math.ceil(minutes / 60)} hours"

@@ -10,6 +10,7 @@ are for messages only, so everything here is mrkdwn sections and context blocks.
 from __future__ import annotations
 
 from core import Document, own_and_shared
+from core.errors import plural
 
 from .render import SECTION_LIMIT, escape
 
@@ -29,10 +30,6 @@ def section(text: str) -> dict:
 
 def context(text: str) -> dict:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def document_line(document: Document) -> str:

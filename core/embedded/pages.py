@@ -12,6 +12,7 @@ from ..errors import IndexProblem
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index
 from ..records import SHARED_SCOPE, Document
+from .disk import write_replacing
 from .index_folder import IndexStore
 from .page_builds import embedded_build
 from .page_search import EmbeddedSearch
@@ -52,7 +53,7 @@ class EmbeddedPages:
                 log.warning("%s cannot be read (%s); rebuilding it", path, exc)
         lexical = lexical_index(snap.documents, snap.with_words().pages)
         try:  # derived data: written in place of the stale file, so the next start is quick again
-            bm25_file.replace(lexical, path)
+            write_replacing(path, bm25_file.encoded(lexical))
         except OSError as exc:
             log.warning("%s cannot be written (%s); it is rebuilt at each start", path, exc.strerror)
         return lexical

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..errors import BadInput, DatabaseUnavailable, IndexProblem
+from ..errors import BadInput, DatabaseUnavailable, IndexProblem, first_line
 
 WAIT_S = 30.0  # for a connection, while the server restarts
 MIGRATION_LOCK = 7_215_551_001  # pg_advisory_xact_lock key: pixelrag's schema changes, one at a time
@@ -123,7 +123,7 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         probe = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
         await probe.close()
     except psycopg.OperationalError as exc:
-        raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({_first_line(exc)}).") from None
+        raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({first_line(exc)}).") from None
     # `check`: a pooled connection the server has closed (a restart, a failover) is replaced when it is
     # next handed out, instead of failing the question that gets it. A new one is waited for up to
     # WAIT_S: a restart of a few seconds costs the questions asked meanwhile that long, not an error.
@@ -160,7 +160,7 @@ async def connected(pool, wait_s: float | None = None):
     except (psycopg.OperationalError, PoolTimeout) as exc:
         raise DatabaseUnavailable(
             f"The document index is unavailable right now: its database does not answer "
-            f"({_first_line(exc)}). Try again in a minute."
+            f"({first_line(exc)}). Try again in a minute."
         ) from exc
 
 
@@ -179,7 +179,3 @@ async def migrate(pool) -> None:
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 await conn.execute(script)
                 await conn.execute("INSERT INTO pixelrag_schema (version) VALUES (%s)", (number,))
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

@@ -15,9 +15,8 @@ import numpy as np
 from ..embedded.snapshot_format import word_row
 from ..errors import IndexProblem
 from ..ranking import bm25
-from ..ranking.bm25 import page_terms
 from ..records import Document, Page
-from .page_rows import SAMPLE_BUCKETS, page_from_row, vector_type
+from .page_rows import SAMPLE_BUCKETS, page_from_row, page_lexicon, vector_type
 
 PLAIN_BYTES = 7000  # a vector this size or smaller is kept in its row (a row must fit an 8 kB page)
 
@@ -204,14 +203,9 @@ async def _insert_document(
     ) as copy:
         terms_of = []
         for page_id, page in zip(ids, pages):
-            terms = page_terms(f"{document.title}\n{page.text}")  # as lexical_index() indexes a page
-            length = float(sum(terms.values()))
+            terms, length = page_lexicon(document.title, page, df, bounds)
             total_length += length
             terms_of.append((page_id, terms, length))
-            df.update(terms.keys())
-            for term, tf in terms.items():
-                top_tf, shortest = bounds.get(term, (0.0, length))
-                bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
             await copy.write_row(
                 (
                     page_id,

@@ -8,9 +8,8 @@ import logging
 from collections import Counter
 
 from ..ranking import bm25
-from ..ranking.bm25 import page_terms
 from .database import MIGRATION_LOCK
-from .page_rows import page_from_row
+from .page_rows import page_from_row, page_lexicon
 
 log = logging.getLogger(__name__)
 BATCH_PAGES = 500
@@ -45,13 +44,9 @@ async def refresh_terms(pool) -> int:
                 ) as copy:
                     for page_id, scope, *rest in batch:
                         page = page_from_row(rest)
-                        terms = page_terms(f"{titles.get(page.doc_id, '')}\n{page.text}")  # as lexical_index()
-                        length = float(sum(terms.values()))
+                        terms, length = page_lexicon(titles.get(page.doc_id, ""), page, df, bounds)
                         lengths.append((page_id, length))
-                        df.update(terms.keys())
                         for term, tf in terms.items():
-                            top_tf, shortest = bounds.get(term, (0.0, length))
-                            bounds[term] = (max(top_tf, float(tf)), min(shortest, length))
                             await copy.write_row((term, page_id, page.doc_id, scope, float(tf), length))
         async with conn.cursor() as cur:
             await cur.executemany(

@@ -164,13 +164,15 @@ class PostgresThreadStore:
         await self._run("INSERT INTO pixelrag_questions VALUES (%s, %s, %s, %s)", (platform, workspace, user, at))
 
     async def add_usage(self, platform: str, workspace: str, counts: Mapping[str, int], at: float) -> None:
-        for metric, amount in counts.items():
-            if amount:
-                await self._run(
-                    "INSERT INTO pixelrag_usage VALUES (%s, %s, %s, %s, %s) ON CONFLICT (platform, workspace, day,"
-                    " metric) DO UPDATE SET amount = pixelrag_usage.amount + EXCLUDED.amount",
-                    (platform, workspace, day_of(at), metric, int(amount)),
-                )
+        spent = {metric: int(n) for metric, n in counts.items() if n}
+        if spent:  # one statement for all of a question's metrics
+            await self._run(
+                "INSERT INTO pixelrag_usage SELECT %s, %s, %s, metric, amount"
+                " FROM unnest(%s::text[], %s::bigint[]) AS spent(metric, amount)"
+                " ON CONFLICT (platform, workspace, day, metric)"
+                " DO UPDATE SET amount = pixelrag_usage.amount + EXCLUDED.amount",
+                (platform, workspace, day_of(at), list(spent), list(spent.values())),
+            )
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         rows = await self._run(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +16,15 @@ class StaleTerms(ValueError):
 
 
 def save(index: LexicalIndex, path: Path) -> None:
+    path.write_bytes(encoded(index))
+
+
+def encoded(index: LexicalIndex) -> bytes:
+    """The file's bytes."""
     offsets, pages, tf, lengths = index.arrays()
+    buffer = io.BytesIO()
     np.savez(
-        path,
+        buffer,
         terms=np.frombuffer("\n".join(index.keys).encode("utf-8"), dtype=np.uint8),
         offsets=offsets,
         pages=pages,
@@ -28,18 +33,7 @@ def save(index: LexicalIndex, path: Path) -> None:
         params=np.array([index.k1, index.b], dtype=np.float64),
         version=np.array([bm25.TERMS_VERSION]),
     )
-
-
-def replace(index: LexicalIndex, path: Path) -> None:
-    """save(), atomically over an existing file: a reader sees the old file or the new one, whole."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lexical-", suffix=".npz")
-    os.close(fd)
-    try:
-        save(index, Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    return buffer.getvalue()
 
 
 def load(path: Path) -> LexicalIndex:
