@@ -42,7 +42,7 @@ from .records import (
     TextDelta,
     Turn,
 )
-from .scopes import own_and_shared
+from .scopes import channel_scope, kind_of, own_and_shared, workspace_of
 from .service import Service
 from .storage import thread_memory
 
@@ -85,6 +85,9 @@ __all__ = [
     "TextDelta",
     "Turn",
     "own_and_shared",
+    "channel_scope",
+    "kind_of",
+    "workspace_of",
     "Service",
     "ThreadMemory",
     "thread_memory",

@@ -30,6 +30,7 @@ from .documents import (
 from .errors import BadInput, Busy, IndexProblem
 from .ports import IndexBuild, PageStore
 from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
+from .scopes import own_scopes, visible_scopes
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,10 @@ class Indexer:
         self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
     def indexing_now(self, scope: str | None = None) -> list[str]:
-        """Names being built in this process; with `scope`, only that tenant's (a chat surface must not
-        show one workspace another's file names)."""
-        return sorted(name for s, name in self._building if scope is None or s == scope)
+        """Names being built in this process; with `scope`, only those it will see (a chat surface must
+        not show one workspace or channel another's file names)."""
+        seen = visible_scopes(scope) if scope is not None else None
+        return sorted(name for s, name in self._building if seen is None or s in seen)
 
     async def index(
         self,
@@ -100,11 +102,12 @@ class Indexer:
         return await self._build([(Source(data, name, f"attachment:{name}"), title, scope)], progress, [])
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
-        """Fetch the documents again from where they came from (the stored copy if that fails)."""
+        """Fetch the documents again from where they came from (the stored copy if that fails); each
+        stays in its collection."""
         targets = (
             [await self._find(scope, document)]
             if document
-            else [d for d in await self.pages.documents(scope) if d.scope == scope]
+            else [d for d in await self.pages.documents(scope) if d.scope in own_scopes(scope)]
         )
         if not targets:
             raise BadInput("There is nothing to re-index here yet.")
@@ -119,8 +122,28 @@ class Indexer:
                         f"{doc.title} cannot be fetched again ({exc}) and its stored copy is missing."
                     ) from None
                 source = Source(stored, doc.file_name, doc.source)
-            loaded.append((replace(source, name=doc.file_name), doc.title, scope))
+            loaded.append((replace(source, name=doc.file_name), doc.title, doc.scope))
         return await self._build(loaded, progress, [], refresh=True)
+
+    async def move(self, scope: str, document: str, to: str, progress: ProgressFn | None = None) -> IndexReport:
+        """Give a document seen from `scope` another collection (`to`, one of `scope`'s own): its stored
+        copy is published there and the old one dropped in the same publication, its pages reused."""
+        doc = self._changeable(await self._find(scope, document))
+        if to not in own_scopes(scope):
+            raise BadInput(f"{doc.title} can only be moved to this channel or this workspace.")
+        if doc.scope == to:
+            raise BadInput(f"{doc.title} is already there.")
+        stored = await self.pages.source(doc.sha256)
+        if stored is None:
+            raise BadInput(f"{doc.title} cannot be moved: its stored copy is missing. Re-index it first.")
+        source = Source(stored, doc.file_name, doc.source)
+        return await self._build([(source, doc.title, to)], progress, [], drop=doc)
+
+    @staticmethod
+    def _changeable(doc: Document) -> Document:
+        if doc.scope == SHARED_SCOPE:
+            raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can change it.")
+        return doc
 
     async def _fetch(self, item: str, scope: str) -> Source:
         """A source read or downloaded; a download counts as indexing now (status shows it, as the
@@ -134,8 +157,8 @@ class Indexer:
 
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         doc = await self._find(scope, document)
-        if doc.scope != scope:
-            raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can remove it.")
+        if doc.scope != scope and doc.scope not in own_scopes(scope):
+            self._changeable(doc)
         wait = (lambda holder: progress(Progress("wait", 0, 1, holder))) if progress else (lambda holder: None)
         async with self.build_lock:
             async with self.pages.building([build_key(doc.scope, doc.source)], wait, []) as build:
@@ -168,8 +191,9 @@ class Indexer:
         progress: ProgressFn | None,
         refused: list[str],
         refresh: bool = False,
+        drop: Document | None = None,
     ) -> IndexReport:
-        """Build (source, title or None, scope) into one new snapshot."""
+        """Build (source, title or None, scope) into one new snapshot (without `drop`, when moving it)."""
         if not loaded:
             raise BadInput("\n".join(refused) or "Nothing to index.")
         keys = {(scope, source.name) for source, _, scope in loaded}
@@ -182,12 +206,15 @@ class Indexer:
         try:
             progress = progress or (lambda p: None)
             warnings: list[str] = []
-            locks = sorted({build_key(scope, source.origin) for source, _, scope in loaded})
+            locks = sorted(
+                {build_key(scope, source.origin) for source, _, scope in loaded}
+                | ({build_key(drop.scope, drop.source)} if drop else set())
+            )
             async with self.build_lock:
                 async with self.pages.building(
                     locks, lambda holder: progress(Progress("wait", 0, 1, holder)), warnings
                 ) as build:
-                    return await self._build_locked(build, loaded, progress, refused, warnings, refresh)
+                    return await self._build_locked(build, loaded, progress, refused, warnings, refresh, drop)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
@@ -199,14 +226,23 @@ class Indexer:
             self._building -= keys
 
     async def _build_locked(
-        self, build: IndexBuild, loaded, progress: ProgressFn, refused: list[str], warnings: list[str], refresh: bool
+        self,
+        build: IndexBuild,
+        loaded,
+        progress: ProgressFn,
+        refused: list[str],
+        warnings: list[str],
+        refresh: bool,
+        drop: Document | None,
     ) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
         items = list(loaded) + build.recovered
         if build.built_with is not None:
             backend.check_index(build.built_with)
-        documents = list(build.documents)
+        if drop and not any(d.doc_id == drop.doc_id for d in build.documents):
+            raise BadInput(f"{drop.title} was removed meanwhile; nothing was moved.")
+        documents = [d for d in build.documents if not drop or d.doc_id != drop.doc_id]
         built: list[_Pending] = []
         unchanged: list[Document] = []
         embedded = reused = 0
@@ -248,7 +284,7 @@ class Indexer:
                 and not (d.scope == where and d.sha256 == source.sha256)
             ]
             built.append(pending)
-        if not built and not build.damaged:
+        if not built and not build.damaged and not drop:
             if refused:
                 raise BadInput("\n".join(refused))
             return IndexReport((), build.pages_total, 0, 0, build.name, unchanged=tuple(unchanged))

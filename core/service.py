@@ -75,6 +75,10 @@ class Service:
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         return await self.indexer.remove(scope, document, progress)
 
+    async def move(self, scope: str, document: str, to: str, progress: ProgressFn | None = None) -> IndexReport:
+        """Give a document another collection (this channel's or the workspace's) without embedding it again."""
+        return await self._counted(scope, self.indexer.move(scope, document, to, progress))
+
     async def repair(self) -> tuple[str | None, list]:
         """Make the newest intact snapshot active; PDFs no intact snapshot lists are moved to
         <index>/recovered/ to be indexed again. (snapshot name or None, [(moved file, the documents it

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from .scopes import workspace_of
+
 if TYPE_CHECKING:
     from .ports import ThreadMemory
 
@@ -82,6 +84,6 @@ def describe(counts: Mapping[str, int]) -> str:
 
 
 def tenant(scope: str) -> tuple[str, str]:
-    """(platform, workspace) of a scope: "slack:T1" -> ("slack", "T1"); the shared collection -> ("shared", "")."""
-    platform, _, workspace = scope.partition(":")
+    """(platform, workspace) of a scope: "slack:T1/C9" -> ("slack", "T1"); the shared collection -> ("shared", "")."""
+    platform, _, workspace = workspace_of(scope).partition(":")
     return platform, workspace

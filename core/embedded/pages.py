@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from ..errors import IndexProblem
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index
-from ..records import SHARED_SCOPE, Document
+from ..records import Document
+from ..scopes import visible
 from .disk import write_replacing
 from .index_folder import IndexStore
 from .page_builds import embedded_build
@@ -139,7 +140,3 @@ class EmbeddedPages:
             return visible(current[1].documents, scope)
         catalog = self.store.catalog()
         return visible(catalog.documents, scope) if catalog else []
-
-
-def visible(documents: Sequence[Document], scope: str) -> list[Document]:
-    return [d for d in documents if d.scope in (SHARED_SCOPE, scope)]

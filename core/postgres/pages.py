@@ -18,7 +18,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from ..errors import BadInput
-from ..records import SHARED_SCOPE, Document
+from ..records import Document
+from ..scopes import visible_scopes
 from .database import connected, open_pool
 from .page_builds import PostgresBuild
 from .page_search import PostgresSearch, configure
@@ -65,7 +66,7 @@ class PostgresPages:
             rows = await (
                 await conn.execute(
                     "SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position",
-                    ([SHARED_SCOPE, scope],),
+                    (visible_scopes(scope),),
                 )
             ).fetchall()
         return [Document(**r[0]) for r in rows]
@@ -141,4 +142,4 @@ class PostgresPages:
             await conn.execute("DELETE FROM pixelrag_jobs WHERE session NOT IN (SELECT pid FROM pg_stat_activity)")
             rows = await (await conn.execute("SELECT key FROM pixelrag_jobs ORDER BY started")).fetchall()
         keys = [r[0].split("\n", 1) for r in rows]  # build keys are "scope\norigin" (core/indexing.build_key)
-        return [origin.rsplit("/", 1)[-1] for where, origin in keys if scope is None or where == scope]
+        return [origin.rsplit("/", 1)[-1] for where, origin in keys if scope is None or where in visible_scopes(scope)]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import SHARED_SCOPE, Document
+from ..records import Document
+from ..scopes import visible_scopes
 from .page_rows import SAMPLE_BUCKETS
 
 SPREAD_SAMPLE = 1000  # pages the spread is estimated from (its standard error is then about 2 %)
@@ -59,7 +60,7 @@ class ScopeViews:
 async def _load(conn, scope: str, version: int) -> ScopeView:
     # Read after the version: what is read is that version or a newer one, and a newer one makes the
     # next question's version differ, so it loads again.
-    scopes = [SHARED_SCOPE, scope]
+    scopes = visible_scopes(scope)
     rows = await (
         await conn.execute("SELECT record FROM pixelrag_documents WHERE scope = ANY(%s) ORDER BY position", (scopes,))
     ).fetchall()

@@ -82,6 +82,49 @@ async def test_tenants_see_their_own_documents_and_the_shared_ones(store_setting
         await _close(service)
 
 
+async def test_a_channel_document_is_seen_in_its_channel_only(store_settings, local, tmp_path):
+    service = Service(store_settings, backend=local)
+    try:
+        hr = text_pdf(tmp_path / "hr.pdf", ["Parental leave at Acme lasts 26 weeks on full pay."])
+        handbook = text_pdf(tmp_path / "handbook.pdf", ["Acme office hours are 8 to 17, Monday to Friday."])
+        await service.index_bytes(hr.read_bytes(), "hr.pdf", scope="slack:T1/C1")
+        await service.index_bytes(handbook.read_bytes(), "handbook.pdf", scope="slack:T1")
+        names = {s: [d.file_name for d in await service.documents(s)] for s in ("slack:T1/C1", "slack:T1/C2",
+                                                                                 "slack:T1", "slack:T2/C1")}
+        assert names == {"slack:T1/C1": ["hr.pdf", "handbook.pdf"], "slack:T1/C2": ["handbook.pdf"],
+                         "slack:T1": ["handbook.pdf"], "slack:T2/C1": []}
+        question = "How many weeks does parental leave last?"
+        own = await service.answer(Turn(question, scope="slack:T1/C1"))
+        assert own.hits[0].title.startswith("hr") and "26 weeks" in own.markdown
+        for elsewhere in ("slack:T1/C2", "slack:T1", "slack:T2/C1"):
+            other = await service.answer(Turn(question, scope=elsewhere))
+            assert all(not h.title.startswith("hr") for h in other.hits) and "26" not in other.markdown
+            # its words do not show through: no page here has "parental"; T2 has no page at all
+            assert any(("parental" in note) != (elsewhere == "slack:T2/C1") for note in other.limitations)
+        # the workspace's document is the channel's too: a question there finds it
+        hours = await service.answer(Turn("What are the office hours?", scope="slack:T1/C1"))
+        assert hours.hits[0].title.startswith("handbook")
+        with pytest.raises(BadInput, match="No document called"):
+            await service.remove("slack:T1/C2", "hr.pdf")
+        with pytest.raises(BadInput, match="No document called"):
+            await service.move("slack:T1/C2", "hr.pdf", "slack:T1")
+        # moved to the workspace: every channel of it sees it, without embedding it again
+        report = await service.move("slack:T1/C1", "hr.pdf", "slack:T1")
+        assert report.pages_embedded == 0
+        assert [d.scope for d in await service.documents("slack:T1/C2") if d.file_name == "hr.pdf"] == ["slack:T1"]
+        assert (await service.answer(Turn(question, scope="slack:T1/C2"))).hits[0].title.startswith("hr")
+        assert [d.file_name for d in await service.documents("slack:T2/C1")] == []
+        # and back into one channel, then removed from there
+        await service.move("slack:T1/C2", "hr.pdf", "slack:T1/C2")
+        assert [d.file_name for d in await service.documents("slack:T1/C1")] == ["handbook.pdf"]
+        with pytest.raises(BadInput, match="already there"):
+            await service.move("slack:T1/C2", "hr.pdf", "slack:T1/C2")
+        await service.remove("slack:T1/C2", "hr.pdf")
+        assert [d.file_name for d in await service.documents("slack:T1/C2")] == ["handbook.pdf"]
+    finally:
+        await _close(service)
+
+
 PROCEDURE = [
     "Replacing the filter cartridge of the AquaLift AL-20, step 1: switch the pump off and open the lid.",
     "Step 2: lift the old part out by its handle and rinse the housing under clean running water.",
