@@ -128,7 +128,7 @@ class Indexer:
     async def move(self, scope: str, document: str, to: str, progress: ProgressFn | None = None) -> IndexReport:
         """Give a document seen from `scope` another collection (`to`, one of `scope`'s own): its stored
         copy is published there and the old one dropped in the same publication, its pages reused."""
-        doc = self._changeable(await self._find(scope, document))
+        doc = await self._find_own(scope, document)
         if to not in own_scopes(scope):
             raise BadInput(f"{doc.title} can only be moved to this channel or this workspace.")
         if doc.scope == to:
@@ -139,9 +139,10 @@ class Indexer:
         source = Source(stored, doc.file_name, doc.source)
         return await self._build([(source, doc.title, to)], progress, [], drop=doc)
 
-    @staticmethod
-    def _changeable(doc: Document) -> Document:
-        if doc.scope == SHARED_SCOPE:
+    async def _find_own(self, scope: str, document: str) -> Document:
+        """A document `scope` may change (a chat sees the shared collection but cannot change it)."""
+        doc = await self._find(scope, document)
+        if doc.scope not in own_scopes(scope):
             raise BadInput(f"{doc.title} belongs to the shared collection; only the operator can change it.")
         return doc
 
@@ -156,9 +157,7 @@ class Indexer:
             self._building.discard(key)
 
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
-        doc = await self._find(scope, document)
-        if doc.scope != scope and doc.scope not in own_scopes(scope):
-            self._changeable(doc)
+        doc = await self._find_own(scope, document)
         wait = (lambda holder: progress(Progress("wait", 0, 1, holder))) if progress else (lambda holder: None)
         async with self.build_lock:
             async with self.pages.building([build_key(doc.scope, doc.source)], wait, []) as build:

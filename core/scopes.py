@@ -41,8 +41,9 @@ def visible_scopes(scope: str) -> list[str]:
 
 
 def own_scopes(scope: str) -> list[str]:
-    """The collections a chat in `scope` may change: all it sees but the operator's shared one."""
-    return [s for s in visible_scopes(scope) if s != SHARED_SCOPE]
+    """The collections `scope` may change: a chat all it sees but the operator's shared one; the
+    operator (the shared scope) the shared one."""
+    return [s for s in visible_scopes(scope) if s != SHARED_SCOPE or scope == SHARED_SCOPE]
 
 
 def visible(documents: Sequence[Document], scope: str) -> list[Document]:
