@@ -42,7 +42,7 @@ from .records import (
     TextDelta,
     Turn,
 )
-from .scopes import channel_scope, kind_of, own_and_shared, workspace_of
+from .scopes import grouped, own_and_shared
 from .service import Service
 from .storage import thread_memory
 
@@ -85,9 +85,7 @@ __all__ = [
     "TextDelta",
     "Turn",
     "own_and_shared",
-    "channel_scope",
-    "kind_of",
-    "workspace_of",
+    "grouped",
     "Service",
     "ThreadMemory",
     "thread_memory",

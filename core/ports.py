@@ -206,3 +206,9 @@ class ThreadMemory(Protocol):
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         """The costs added since `since` (from the start of its day): one workspace's, or every one's."""
+
+    async def choose(self, platform: str, workspace: str, name: str, value: str) -> None:
+        """Keep what a workspace's admins chose (which collection chat indexing goes to)."""
+
+    async def choice(self, platform: str, workspace: str, name: str) -> str | None:
+        """What was chosen, or None."""

@@ -8,10 +8,17 @@ channel's documents, its workspace's and the shared ones; nothing of another cha
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from .errors import BadInput
 from .records import SHARED_SCOPE, Document
 
+if TYPE_CHECKING:
+    from .ports import ThreadMemory
+
 CHANNEL_MARK = "/"  # Slack and Discord ids never hold one
+PLACES = ("channel", "workspace")  # what a chat names as a document's collection
+INDEXING = "indexing"  # the workspace's choice (ThreadMemory.choice) of where chat indexing goes
 
 
 def channel_scope(workspace: str, channel: str | None) -> str:
@@ -23,7 +30,7 @@ def channel_scope(workspace: str, channel: str | None) -> str:
 
 
 def workspace_of(scope: str) -> str:
-    """"slack:T1/C9" -> "slack:T1": whose limits and usage a question counts against."""
+    """ "slack:T1/C9" -> "slack:T1": whose limits and usage a question counts against."""
     return scope.split(CHANNEL_MARK, 1)[0]
 
 
@@ -51,6 +58,38 @@ def visible(documents: Sequence[Document], scope: str) -> list[Document]:
     return [d for d in documents if d.scope in seen]
 
 
+def collection(scope: str, place: str) -> str:
+    """The collection a chat in `scope` names by "channel" or "workspace"."""
+    if place not in PLACES:
+        raise BadInput(f"{place!r} is not a place for documents: say channel or workspace.")
+    return scope if place == "channel" else workspace_of(scope)
+
+
+async def indexing_place(threads: ThreadMemory, scope: str) -> str:
+    """Where the workspace of `scope` has chosen chat indexing to go: "workspace" unless set to "channel"."""
+    platform, _, workspace = workspace_of(scope).partition(":")
+    return await threads.choice(platform, workspace, INDEXING) or "workspace"
+
+
+async def indexing_scope(threads: ThreadMemory, scope: str, place: str | None = None) -> str:
+    """The collection a document indexed from a chat in `scope` joins: the one named, or the workspace's choice."""
+    return collection(scope, place or await indexing_place(threads, scope))
+
+
+async def choose_indexing_place(threads: ThreadMemory, scope: str, place: str) -> None:
+    collection(scope, place)  # refuses what is not a place
+    platform, _, workspace = workspace_of(scope).partition(":")
+    await threads.choose(platform, workspace, INDEXING, place)
+
+
+def grouped(documents: Sequence[Document], scope: str) -> list[tuple[str, list[Document]]]:
+    """A listing's groups, each with its kind_of ("channel", "workspace", "shared"), the narrowest first."""
+    kinds: dict[str, list[Document]] = {"channel": [], "workspace": [], "shared": []}
+    for d in visible(documents, scope):
+        kinds[kind_of(d.scope)].append(d)
+    return [(kind, docs) for kind, docs in kinds.items() if docs]
+
+
 def own_and_shared(documents: Sequence[Document], scope: str) -> tuple[list[Document], list[Document]]:
     """A scope's listing in two groups: its own documents (its channel's and its workspace's), then the
     shared collection's."""
@@ -59,7 +98,7 @@ def own_and_shared(documents: Sequence[Document], scope: str) -> tuple[list[Docu
 
 
 def kind_of(scope: str) -> str:
-    """"shared", "workspace" or "channel": where a listing says a document is visible."""
+    """ "shared", "workspace" or "channel": where a listing says a document is visible."""
     if scope == SHARED_SCOPE:
         return "shared"
     return "channel" if channel_of(scope) else "workspace"

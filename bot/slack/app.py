@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, Service, Settings, ThreadMemory
+from core import Conversation, Service, Settings, ThreadMemory, scopes
 
 from ..background import BackgroundTasks
 from . import render
@@ -60,7 +60,8 @@ class SlackBot:
         if tab == "home" and user:
             self.tasks.spawn(self.home.opened(client, scope, user), f"home tab for {user}")
         elif tab == "messages" and event.get("channel"):
-            self.tasks.spawn(self.agent.offer_prompts(client, event["channel"], scope), f"prompts for {user}")
+            where = scopes.channel_scope(scope, event["channel"])
+            self.tasks.spawn(self.agent.offer_prompts(client, event["channel"], where), f"prompts for {user}")
 
 
 async def ignore_bots_and_edits(body: dict, context, ack, next) -> None:

@@ -1,5 +1,6 @@
-"""/pixelrag: list, status and help answered at once; index, reindex and remove acknowledged at once
-and run in the background, with their replies sent privately through the command's response_url."""
+"""/pixelrag: list, status and help answered at once; index, reindex, remove, scope and indexing
+acknowledged at once and run in the background, with their replies sent privately through the
+command's response_url. A command works in its channel's collections (core/scopes.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import BadInput, PixelragError, Service, usage
+from core import BadInput, PixelragError, Service, scopes, usage
 
 from ..background import BackgroundTasks
 from . import render
@@ -19,7 +20,7 @@ from .settings import SlackSettings
 
 log = logging.getLogger("pixelrag.slack")
 
-JOBS = ("index", "reindex", "remove")
+JOBS = ("index", "reindex", "remove", "scope", "indexing")
 
 
 class SlashCommand:
@@ -36,11 +37,13 @@ class SlashCommand:
         text = (command.get("text") or "").strip()
         sub, _, arg = text.partition(" ")
         sub, arg = sub.lower(), arg.strip()
-        scope = f"slack:{command.get('team_id') or context.team_id or ''}"
+        workspace = f"slack:{command.get('team_id') or context.team_id or ''}"
+        scope = scopes.channel_scope(workspace, command.get("channel_id"))
         if sub == "list":
             await ack(text=render.documents_text(await self.service.documents(scope), scope))
         elif sub == "status":
             status = await self.service.status(scope)
+            status["chat indexing goes to"] = f"the {await scopes.indexing_place(self.threads, scope)}"
             status.update(await usage.summary([self.threads], *usage.tenant(scope)))
             await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
@@ -58,20 +61,36 @@ class SlashCommand:
             if not await may_index(client, self.settings, command.get("user_id", "")):
                 await respond(REFUSAL)
             elif sub == "remove":
-                document = await self.service.remove(scope, arg)
-                await respond(f":wastebasket: Removed {render.escape(document.title)}.")
+                removed = await self.service.remove(scope, arg)
+                await respond(f":wastebasket: Removed {render.escape(removed.title)}.")
+                await self.indexing.changed(client, scope)
+            elif sub == "indexing":
+                await scopes.choose_indexing_place(self.threads, scope, arg.lower())
+                await respond(render.indexing_place_text(arg.lower()))
+            elif sub == "scope":
+                document, _, place = arg.rpartition(" ")
+                if not document.strip():
+                    raise BadInput(
+                        f"Name a document and where it goes: `{self.settings.command} scope <document> "
+                        "channel` or `… workspace`."
+                    )
+                to = scopes.collection(scope, place.lower())
+                report = await self.service.move(scope, document, to)
+                await respond(render.moved_text(report, place.lower()))
                 await self.indexing.changed(client, scope)
             elif sub == "index":
-                url = arg.strip("<>").split("|")[0]
+                target, _, place = arg.partition(" ")
+                url = target.strip("<>").split("|")[0]
                 if not url.startswith(("http://", "https://")):
                     raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
+                into = await scopes.indexing_scope(self.threads, scope, place.strip().lower() or None)
                 await self.indexing.run(
                     channel,
                     url,
-                    lambda p: self.service.index([url], scope=scope, progress=p),
+                    lambda p: self.service.index([url], scope=into, progress=p),
                     "Indexed",
                     respond,
-                    scope=scope,
+                    scope=into,
                 )
             else:
                 await self.indexing.run(

@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import SHARED_SCOPE, Service, usage
+from core import Service, scopes, usage
 from core.ports import ThreadMemory
 
 from .home_view import home_view
@@ -43,7 +43,9 @@ class AppHome:
 
     async def changed(self, client: AsyncWebClient, scope: str) -> None:
         """The workspace's documents changed: its recent viewers get the new tab. (The shared
-        collection changes only through the CLI, in another process: tabs catch up when reopened.)"""
+        collection changes only through the CLI, in another process: tabs catch up when reopened.)
+        A change in one channel's collection is the workspace's tab too: what it shows may have moved."""
+        scope = scopes.workspace_of(scope)
         await self.publish(client, scope, list(self.viewers.get(scope) or ()))
 
     async def publish(self, client: AsyncWebClient, scope: str, users: list[str]) -> None:
@@ -51,7 +53,7 @@ class AppHome:
             return
         try:
             documents = await self.service.documents(scope)
-            indexing = self.service.indexing_now(scope) + self.service.indexing_now(SHARED_SCOPE)
+            indexing = self.service.indexing_now(scope)
             costs = await usage.summary([self.threads], *usage.tenant(scope))
             view = home_view(documents, scope, indexing, self.command, costs)
         except Exception:

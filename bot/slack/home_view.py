@@ -98,9 +98,10 @@ def home_view(
     if not documents:
         blocks.append(section("No documents yet: add one as shown below."))
     if own:
-        blocks += document_blocks("This workspace", "Added here; only this workspace searches them.", own)
+        blocks += document_blocks("This workspace", "Added here; every channel of this workspace searches them.", own)
     if shared:
         blocks += document_blocks("Shared collection", "Added by the operator; every workspace searches them.", shared)
+    blocks.append(context(f"Documents kept to one channel are searched there only: `{command} list` in it shows them."))
     blocks += [
         {"type": "divider"},
         header("Adding documents"),
@@ -109,7 +110,8 @@ def home_view(
             "• Send me a PDF in the Messages tab, or mention me with “index this” on a channel message with "
             "a PDF attached\n"
             f"• `{command} reindex [document]` rebuilds, `{command} remove <document>` removes, "
-            f"`{command} list` lists"
+            f"`{command} list` lists, `{command} scope <document> channel|workspace` moves one\n"
+            f"• `{command} indexing channel` keeps what is indexed in a channel to that channel"
         ),
         context("Adding and removing documents is for workspace admins and the users in SLACK_INDEX_USERS."),
     ]

@@ -15,7 +15,7 @@ import re
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, DatabaseUnavailable, PixelragError, ThreadMemory
+from core import Conversation, DatabaseUnavailable, PixelragError, ThreadMemory, scopes
 
 from ..background import BackgroundTasks
 from ..triggers import asks_to_index
@@ -154,9 +154,8 @@ class SlackQuestions:
             if not await may_index(client, self.settings, event.get("user", "")):
                 await thread.post(REFUSAL)
                 return
-            await self.indexing.from_message(
-                thread, f"slack:{team}", pdfs, url_request.group(1) if url_request else None
-            )
+            into = await scopes.indexing_scope(self.threads, scopes.channel_scope(f"slack:{team}", thread.channel))
+            await self.indexing.from_message(thread, into, pdfs, url_request.group(1) if url_request else None)
             return
         # The stream goes to the asker's own team: a Slack Connect user's is not the app's workspace,
         # whose documents (scope) and threads it still is.
@@ -216,7 +215,7 @@ class SlackQuestions:
                 ("slack", team, thread.channel, thread_ts),
                 question,
                 images,
-                scope=f"slack:{team}",
+                scope=scopes.channel_scope(f"slack:{team}", thread.channel),
                 render=render.render_answer,
                 keep_reply=True,
                 events=stream.event if stream else None,

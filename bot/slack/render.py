@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, Progress, own_and_shared
+from core import Answer, Citation, Document, IndexReport, Progress, grouped
 
 SECTION_LIMIT = 3000
 MARKDOWN_PIECE = 10_000  # of one markdown block (Slack: 12,000), leaving room in its message
@@ -34,13 +34,17 @@ TOPIC_MARKS = {
     "other": ":white_circle:",
 }
 
+COLLECTIONS = {"channel": "This channel only", "workspace": "This workspace", "shared": "Shared collection"}
+
 HELP = """*pixelrag* answers questions about your team's PDFs from the page images.
 • Mention me with a question (attach a screenshot if it helps); I answer in a thread and keep following that thread.
-• `/pixelrag index <url>` — add a PDF to this workspace (or mention me with “index this” on a message with a PDF \
-attached)
-• `/pixelrag reindex [document]` — rebuild one document or all of this workspace's documents
-• `/pixelrag list` — documents this workspace can search
-• `/pixelrag remove <document>` — remove one of this workspace's documents
+• `/pixelrag index <url> [channel|workspace]` — add a PDF for this channel only or the whole workspace \
+(or mention me with “index this” on a message with a PDF attached)
+• `/pixelrag reindex [document]` — rebuild one document or all the documents of this channel and workspace
+• `/pixelrag list` — documents this channel can search, and where each one is visible
+• `/pixelrag remove <document>` — remove a document of this channel or workspace
+• `/pixelrag scope <document> channel|workspace` — make a document this channel's only, or the whole workspace's
+• `/pixelrag indexing channel|workspace` — where documents indexed in a chat go by default (the workspace)
 • `/pixelrag status` — index and backend status
 • `/pixelrag help` — this text
 Indexing and removing are limited to workspace admins and the users listed in SLACK_INDEX_USERS."""
@@ -238,13 +242,23 @@ def upload_items(answer: Answer, limit: int = MAX_UPLOADS) -> list[dict]:
 def documents_text(documents: list[Document], scope: str) -> str:
     if not documents:
         return "No documents yet. Add one with `/pixelrag index <url>`."
-    own, shared = own_and_shared(documents, scope)
     lines: list[str] = []
-    for heading, docs in (("This workspace", own), ("Shared collection", shared)):
-        if docs:
-            lines.append(f"*{heading}* ({len(docs)})")
-            lines.extend(f"• {escape(d.title)} — {d.page_count} pages (`{d.doc_id}`)" for d in docs)
+    for kind, docs in grouped(documents, scope):
+        lines.append(f"*{COLLECTIONS[kind]}* ({len(docs)})")
+        lines.extend(f"• {escape(d.title)} — {d.page_count} pages (`{d.doc_id}`)" for d in docs)
     return clip("\n".join(lines), SECTION_LIMIT)
+
+
+def indexing_place_text(place: str) -> str:
+    if place == "channel":
+        return ":white_check_mark: From now on, a document indexed in a channel is searched in that channel only."
+    return ":white_check_mark: From now on, a document indexed in a channel is searched in the whole workspace."
+
+
+def moved_text(report: IndexReport, place: str) -> str:
+    titles = ", ".join(escape(d.title) for d in report.documents + report.unchanged)
+    where = "this channel only" if place == "channel" else "the whole workspace"
+    return f":white_check_mark: {titles} is now searched in {where}."
 
 
 def progress_text(name: str, progress: Progress | None) -> str:

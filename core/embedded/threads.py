@@ -63,6 +63,11 @@ MIGRATIONS = (
     CREATE TABLE IF NOT EXISTS usage (platform TEXT NOT NULL, workspace TEXT NOT NULL, day TEXT NOT NULL,
         metric TEXT NOT NULL, amount INTEGER NOT NULL, PRIMARY KEY (platform, workspace, day, metric));
     """,
+    # What a workspace's admins chose (core/ports.ThreadMemory.choice).
+    """
+    CREATE TABLE IF NOT EXISTS choices (platform TEXT NOT NULL, workspace TEXT NOT NULL, name TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (platform, workspace, name));
+    """,
 )
 
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
@@ -252,6 +257,22 @@ class ThreadStore:
             [(platform, workspace, day_of(at), metric, int(n)) for metric, n in counts.items() if n],
         )
         await db.commit()
+
+    async def choose(self, platform: str, workspace: str, name: str, value: str) -> None:
+        db = await self._conn()
+        await db.execute(
+            "INSERT INTO choices VALUES (?, ?, ?, ?) ON CONFLICT (platform, workspace, name) "
+            "DO UPDATE SET value = excluded.value",
+            (platform, workspace, name, value),
+        )
+        await db.commit()
+
+    async def choice(self, platform: str, workspace: str, name: str) -> str | None:
+        db = await self._conn()
+        sql = "SELECT value FROM choices WHERE platform = ? AND workspace = ? AND name = ?"
+        async with db.execute(sql, (platform, workspace, name)) as cursor:
+            row = await cursor.fetchone()
+        return row[0] if row else None
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         db = await self._conn()

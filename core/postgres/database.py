@@ -106,6 +106,11 @@ MIGRATIONS = (
     CREATE TABLE pixelrag_usage (platform TEXT NOT NULL, workspace TEXT NOT NULL, day TEXT NOT NULL,
         metric TEXT NOT NULL, amount BIGINT NOT NULL, PRIMARY KEY (platform, workspace, day, metric));
     """,
+    # What a workspace's admins chose (core/ports.ThreadMemory.choice).
+    """
+    CREATE TABLE pixelrag_choices (platform TEXT NOT NULL, workspace TEXT NOT NULL, name TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (platform, workspace, name));
+    """,
 )
 
 

@@ -174,6 +174,20 @@ class PostgresThreadStore:
                 (platform, workspace, day_of(at), list(spent), list(spent.values())),
             )
 
+    async def choose(self, platform: str, workspace: str, name: str, value: str) -> None:
+        await self._run(
+            "INSERT INTO pixelrag_choices VALUES (%s, %s, %s, %s) ON CONFLICT (platform, workspace, name)"
+            " DO UPDATE SET value = EXCLUDED.value",
+            (platform, workspace, name, value),
+        )
+
+    async def choice(self, platform: str, workspace: str, name: str) -> str | None:
+        rows = await self._run(
+            "SELECT value FROM pixelrag_choices WHERE platform = %s AND workspace = %s AND name = %s",
+            (platform, workspace, name),
+        )
+        return rows[0][0] if rows else None
+
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         rows = await self._run(
             "SELECT metric, sum(amount) FROM pixelrag_usage WHERE day >= %s AND (%s::text IS NULL OR platform = %s)"

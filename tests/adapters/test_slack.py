@@ -126,9 +126,9 @@ class Harness:
             event["files"] = files
         return await self.event(event, team=team, **kw)
 
-    async def command(self, text: str, *, user: str = "UADMIN", team: str = "T1"):
+    async def command(self, text: str, *, user: str = "UADMIN", team: str = "T1", channel: str = CHANNEL):
         body = urlencode({
-            "token": "legacy", "team_id": team, "team_domain": "test", "channel_id": CHANNEL,
+            "token": "legacy", "team_id": team, "team_domain": "test", "channel_id": channel,
             "channel_name": "general", "user_id": user, "user_name": user.lower(), "command": "/pixelrag",
             "text": text, "api_app_id": "A1", "response_url": self.fake.response_url(),
             "trigger_id": "1.2.3",
@@ -259,7 +259,7 @@ async def test_follow_up_without_mention_uses_stored_history(slack: Harness, mak
     await again.bot.drain()
     [turn] = again.service.turns
     assert turn.history and "flow rate" in turn.history[0].question
-    assert turn.scope == "slack:T1"
+    assert turn.scope == "slack:T1/C100"  # the channel's collection, within the workspace's
     answer = again.service.answers[0]
     assert answer.changed_question and "X200" in answer.interpreted_question
     thread = again.fake.thread_text(first["ts"])
@@ -577,7 +577,7 @@ async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
     answer = slack.service.answers[-1]
-    assert slack.service.turns[-1].scope == "slack:T2"
+    assert slack.service.turns[-1].scope.startswith("slack:T2/")
     assert all(h.title != "zephyr-q9-manual.pdf" and h.title != "x200-datasheet.pdf" for h in answer.hits)
     assert "zephyr-q9-manual" not in thread and "85 Nm" not in thread and "x200-datasheet" not in thread
     uploaded = [f["title"] for c in slack.fake.calls_to("files.completeUploadExternal") for f in c.params["files"]]
@@ -591,6 +591,54 @@ async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     event, _ = await slack.mention("What is the Zephyr Q9 blade pitch torque?", team="T1")
     await slack.bot.drain()
     assert "85 Nm" in slack.fake.thread_text(event["ts"])
+
+
+async def test_a_channels_documents_stay_in_that_channel(slack: Harness):
+    hr = "C-HR"
+    await slack.command("indexing channel", channel=hr)
+    await slack.bot.drain()
+    assert "searched in that channel only" in slack.fake.calls_to("response_url")[-1].params["text"]
+    pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
+    await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
+                       "files": [pdf], "channel": hr})
+    await slack.bot.drain()
+    assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+    question = "What is the Zephyr Q9 blade pitch torque?"
+    # asked in its channel: answered from it, with its previews
+    event, _ = await slack.event({"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {question}",
+                                  "channel": hr})
+    await slack.bot.drain()
+    assert "85 Nm" in slack.fake.thread_text(event["ts"])
+    assert any("q9" in f["title"] for c in slack.fake.calls_to("files.completeUploadExternal")
+               for f in c.params["files"])
+    uploads = len(slack.fake.calls_to("files.completeUploadExternal"))
+    # asked in another channel of the workspace, and in another workspace: nothing of it shows
+    for team in ("T1", "T2"):
+        event, _ = await slack.mention(question, team=team)
+        await slack.bot.drain()
+        assert "85 Nm" not in slack.fake.thread_text(event["ts"]) and "q9" not in slack.fake.thread_text(event["ts"])
+    assert not any("q9" in f["title"] for c in slack.fake.calls_to("files.completeUploadExternal")[uploads:]
+                   for f in c.params["files"])
+    listed = (await slack.command("list", channel=hr)).body
+    assert "This channel only" in listed and "q9.pdf" in listed and "x200-datasheet.pdf" in listed
+    assert "q9.pdf" not in (await slack.command("list")).body
+    # removing or moving it from another channel does not find it
+    for attempt in ("remove q9.pdf", "scope q9.pdf workspace"):
+        await slack.command(attempt)
+        await slack.bot.drain()
+        assert "No document called 'q9.pdf' here" in slack.fake.calls_to("response_url")[-1].params["text"]
+    assert [d.scope for d in await slack.service.real.documents(f"slack:T1/{hr}") if d.title == "q9.pdf"] == [
+        f"slack:T1/{hr}"]
+    # an admin gives it to the whole workspace: every channel of it finds it, no other workspace
+    await slack.command("scope q9.pdf workspace", channel=hr)
+    await slack.bot.drain()
+    assert "q9.pdf is now searched in the whole workspace" in slack.fake.calls_to("response_url")[-1].params["text"]
+    assert "q9.pdf" in (await slack.command("list")).body
+    event, _ = await slack.mention(question)
+    await slack.bot.drain()
+    assert "85 Nm" in slack.fake.thread_text(event["ts"])
+    assert "q9.pdf" not in (await slack.command("list", team="T2")).body
+    assert "chat indexing goes to: the channel" in (await slack.command("status", channel=hr)).body
 
 
 async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_harness, tmp_path, caplog):

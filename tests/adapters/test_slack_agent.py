@@ -151,7 +151,9 @@ async def test_a_pdf_sent_in_the_agent_view_is_indexed_in_a_titled_thread_and_th
 
 async def test_home_tab_shows_this_workspaces_indexing_in_progress(slack: Harness, monkeypatch):
     building = {"slack:T1": ["big-manual.pdf"], "slack:T2": ["their-secret.pdf"], "shared": ["catalogue.pdf"]}
-    monkeypatch.setattr(slack.service, "indexing_now", lambda scope=None: building.get(scope, []), raising=False)
+    # as Service.indexing_now answers for a workspace: its own builds and the shared collection's
+    monkeypatch.setattr(slack.service, "indexing_now", lambda scope=None: building[scope] + building["shared"],
+                        raising=False)
     await open_tab(slack, "home")
     text = home_text(slack.fake)
     assert "Indexing now" in text and "big-manual.pdf" in text and "catalogue.pdf" in text
