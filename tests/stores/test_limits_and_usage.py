@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from core import Conversation, Service, Settings, thread_memory, usage
+from core import BadInput, Conversation, Service, Settings, scopes, thread_memory, usage
 from core.limits import LimitReached
 from eval.fakes.gemini import FakeGemini
 from tests.conftest import text_pdf
@@ -73,8 +73,8 @@ async def test_a_person_over_the_hourly_limit_is_told_when_to_ask_again(threads,
 async def test_a_workspace_over_its_daily_limit_is_refused_and_others_are_not(threads, index, clock):
     service = Service(Settings(index_dir=index, backend="local", workspace_questions_per_day=3))
     conversation = Conversation(service, threads)
-    for user in ("U1", "U2", "U3"):
-        await ask(conversation, user)
+    for user, channel in (("U1", "C1"), ("U2", "C2"), ("U3", "C1")):  # every channel counts for its workspace
+        await ask(conversation, user, scope=f"slack:T1/{channel}")
         clock.now += 3600
     with pytest.raises(LimitReached, match=r"This workspace has asked 3 questions in the past 24 hours.*in 21 hours"):
         await ask(conversation, "U4")
@@ -132,3 +132,16 @@ async def test_what_a_workspace_indexing_costs_is_added_to_its_usage(threads, tm
     t1 = await threads.usage("slack", "T1", clock.now)
     assert t1.get(usage.QUESTIONS, 0) == 0 and t1[usage.GEMINI_REQUESTS] == embedded > 0
     assert await threads.usage("shared", "", clock.now) == {}
+
+
+async def test_where_chat_indexing_goes_is_each_workspaces_choice(threads):
+    assert await scopes.indexing_scope(threads, "slack:T1/C1") == "slack:T1"  # the workspace, unless chosen
+    await scopes.choose_indexing_place(threads, "slack:T1/C1", "channel")
+    assert await scopes.indexing_scope(threads, "slack:T1/C2") == "slack:T1/C2"  # the workspace's choice, any channel
+    assert await scopes.indexing_scope(threads, "slack:T1/C2", "workspace") == "slack:T1"  # unless named
+    assert await scopes.indexing_scope(threads, "slack:T2/C1") == "slack:T2"
+    assert await scopes.indexing_scope(threads, "discord:1/C1") == "discord:1"
+    with pytest.raises(BadInput, match="say channel or workspace"):
+        await scopes.choose_indexing_place(threads, "slack:T1/C1", "everywhere")
+    await scopes.choose_indexing_place(threads, "slack:T1/C1", "workspace")
+    assert await scopes.indexing_scope(threads, "slack:T1/C2") == "slack:T1"
