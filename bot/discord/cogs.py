@@ -12,6 +12,11 @@ from discord.ext import commands
 
 from .handlers import DiscordHandlers
 
+WHERE = [
+    app_commands.Choice(name="this channel only", value="channel"),
+    app_commands.Choice(name="the whole server", value="workspace"),
+]
+
 
 class QuestionsCog(commands.Cog, name="Questions"):
     """Questions by mention, DM, reply or thread follow-up, and /ask."""
@@ -30,7 +35,7 @@ class QuestionsCog(commands.Cog, name="Questions"):
 
 
 class DocumentsCog(commands.Cog, name="Documents"):
-    """/docs for everyone; /index, /reindex and /remove for those `Access` allows."""
+    """/docs for everyone; /index, /reindex, /remove, /scope and /indexing for those `Access` allows."""
 
     def __init__(self, handlers: DiscordHandlers):
         self.handlers = handlers
@@ -38,16 +43,37 @@ class DocumentsCog(commands.Cog, name="Documents"):
         # stay visible and the handler's own check decides. Set per instance (the cog's own copies
         # of the commands), because the configuration is only known at run time.
         if not handlers.access.customised:
-            for command in (self.index, self.reindex, self.remove):
+            for command in (self.index, self.reindex, self.remove, self.scope, self.indexing):
                 command.default_permissions = discord.Permissions(manage_guild=True)
 
     @app_commands.command(name="index", description="Add a PDF (URL or attachment) to this server's documents")
-    @app_commands.describe(url="A link to a PDF", attachment="A PDF file")
+    @app_commands.describe(
+        url="A link to a PDF", attachment="A PDF file", where="Who searches it (the server's /indexing choice if unset)"
+    )
+    @app_commands.choices(where=WHERE)
     @app_commands.guild_only()
     async def index(
-        self, interaction: discord.Interaction, url: str | None = None, attachment: discord.Attachment | None = None
+        self,
+        interaction: discord.Interaction,
+        url: str | None = None,
+        attachment: discord.Attachment | None = None,
+        where: app_commands.Choice[str] | None = None,
     ):
-        await self.handlers.index(interaction, url, attachment)
+        await self.handlers.index(interaction, url, attachment, where.value if where else None)
+
+    @app_commands.command(name="scope", description="Make a document this channel's only, or the whole server's")
+    @app_commands.describe(document="Title, file name or id", where="Who searches it")
+    @app_commands.choices(where=WHERE)
+    @app_commands.guild_only()
+    async def scope(self, interaction: discord.Interaction, document: str, where: app_commands.Choice[str]):
+        await self.handlers.scope(interaction, document, where.value)
+
+    @app_commands.command(name="indexing", description="Where documents indexed in a channel go from now on")
+    @app_commands.describe(where="This channel only, or the whole server (the default)")
+    @app_commands.choices(where=WHERE)
+    @app_commands.guild_only()
+    async def indexing(self, interaction: discord.Interaction, where: app_commands.Choice[str]):
+        await self.handlers.indexing(interaction, where.value)
 
     @app_commands.command(name="reindex", description="Rebuild this server's documents (or one of them)")
     @app_commands.describe(document="Title, file name or id; all when left empty")
@@ -67,5 +93,6 @@ class DocumentsCog(commands.Cog, name="Documents"):
 
     @reindex.autocomplete("document")
     @remove.autocomplete("document")
+    @scope.autocomplete("document")
     async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         return await self.handlers.document_choices(interaction, current)

@@ -16,7 +16,17 @@ import discord
 from discord import app_commands
 
 from bot.triggers import asks_to_index
-from core import BadInput, Conversation, DatabaseUnavailable, PixelragError, Service, Settings, ThreadMemory
+from core import (
+    BadInput,
+    Conversation,
+    DatabaseUnavailable,
+    PixelragError,
+    Service,
+    Settings,
+    ThreadMemory,
+    own_and_shared,
+    scopes,
+)
 
 from .access import Access
 from .delivery import GENERIC_FAILURE, Replier, deliver, say
@@ -31,6 +41,7 @@ from .stream import AnswerStream
 
 log = logging.getLogger("pixelrag.discord")
 
+PLACES = {"channel": "this channel only", "workspace": "the whole server"}
 USAGE = (
     "Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
     "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”."
@@ -115,7 +126,7 @@ class DiscordHandlers:
             thread_key(channel, guild_id),
             question,
             images,
-            scope_for(guild_id),
+            scope_for(guild_id, channel),
             upload_limit(message.guild),
             problems,
             str(message.author.id),
@@ -157,7 +168,7 @@ class DiscordHandlers:
         if not self.access.allows(message.author, perms):
             await say(place, self.access.refusal())
             return
-        scope = scope_for(message.guild.id)
+        scope = await scopes.indexing_scope(self.threads, scope_for(message.guild.id, message.channel))
         status = await place.send(
             content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…", allowed_mentions=NO_PINGS
         )
@@ -199,20 +210,24 @@ class DiscordHandlers:
                 key,
                 question,
                 images,
-                scope_for(interaction.guild_id),
+                scope_for(interaction.guild_id, channel),
                 upload_limit(interaction.guild),
                 problems,
                 str(interaction.user.id),
             )
 
     async def index(
-        self, interaction: discord.Interaction, url: str | None = None, attachment: discord.Attachment | None = None
+        self,
+        interaction: discord.Interaction,
+        url: str | None = None,
+        attachment: discord.Attachment | None = None,
+        where: str | None = None,
     ) -> None:
         if not await self._may_manage(interaction):
             return
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
-            scope = scope_for(interaction.guild_id)
+            scope = await scopes.indexing_scope(self.threads, _scope(interaction), where)
             async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
                 if attachment is not None:
                     if kind(attachment) != "pdf":
@@ -231,21 +246,43 @@ class DiscordHandlers:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
-                report = await self.service.reindex(scope_for(interaction.guild_id), document or None, progress=notice)
+                report = await self.service.reindex(_scope(interaction), document or None, progress=notice)
             await replier.send_all(text_messages(describe_report(report)))
 
     async def docs(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
-            scope = scope_for(interaction.guild_id)
+            scope = _scope(interaction)
             await replier.send_all(render_documents(await self.service.documents(scope), scope))
+
+    async def scope(self, interaction: discord.Interaction, document: str, where: str) -> None:
+        """Make a document this channel's only, or the whole server's."""
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            scope = _scope(interaction)
+            report = await self.service.move(scope, document, scopes.collection(scope, where))
+            titles = ", ".join(f"**{shown_text(d.title)}**" for d in report.documents + report.unchanged)
+            await replier.send_all(text_messages(f"✅ {titles} is now searched in {PLACES[where]}."))
+
+    async def indexing(self, interaction: discord.Interaction, where: str) -> None:
+        """Where documents indexed in a channel of this server go from now on."""
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            await scopes.choose_indexing_place(self.threads, _scope(interaction), where)
+            await replier.send_all(
+                text_messages(f"✅ From now on, a document indexed in a channel is searched in {PLACES[where]}.")
+            )
 
     async def remove(self, interaction: discord.Interaction, document: str) -> None:
         if not await self._may_manage(interaction):
             return
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
-            doc = await self.service.remove(scope_for(interaction.guild_id), document)
+            doc = await self.service.remove(_scope(interaction), document)
             await replier.send_all(
                 text_messages(
                     f"🗑️ Removed **{shown_text(doc.title)}** ({code(doc.file_name)}) from this server's documents."
@@ -253,10 +290,10 @@ class DiscordHandlers:
             )
 
     async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        """Autocomplete for /remove and /reindex: this server's own documents."""
-        scope = scope_for(interaction.guild_id)
+        """Autocomplete for /remove, /reindex and /scope: this channel's and this server's own documents."""
+        scope = _scope(interaction)
         try:
-            docs = [d for d in await self.service.documents(scope) if d.scope == scope]
+            docs = own_and_shared(await self.service.documents(scope), scope)[0]
         except Exception:
             log.warning("document autocomplete failed", exc_info=True)
             return []
@@ -278,6 +315,10 @@ class DiscordHandlers:
             await interaction.response.send_message(self.access.refusal(), ephemeral=True)
             return False
         return True
+
+
+def _scope(interaction: discord.Interaction) -> str:
+    return scope_for(interaction.guild_id, interaction.channel)
 
 
 def render_both(answer, limit: int, problems: list[str], turn_id: int | None) -> Rendered:

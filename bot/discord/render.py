@@ -18,7 +18,7 @@ import discord
 
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, literal, own_and_shared
+from core import Answer, Citation, Document, IndexReport, grouped, literal
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -232,19 +232,19 @@ def _with_notes(text: str, notes: list[str]) -> str:
     return text + "\n\n" + "\n".join(f"-# ⚠️ {shown_text(n.strip())}" for n in notes if n.strip())
 
 
+COLLECTIONS = {"channel": "This channel only", "workspace": "This server", "shared": "Shared collection"}
+
+
 def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
-    """The /docs listing: this server's documents first, then the shared collection."""
+    """The /docs listing, grouped by where each document is visible: this channel only, this server,
+    the shared collection."""
     if not docs:
         return text_messages("No documents are indexed yet. Someone with Manage Server can add one with `/index`.")
-    own, shared = own_and_shared(docs, scope)
     lines: list[str] = []
-    for heading, group in (("This server", own), ("Shared collection", shared)):
-        if group:
-            lines.append(f"**{heading}** ({len(group)})")
-            lines += [
-                f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)" for d in group
-            ]
-            lines.append("")
+    for kind, group in grouped(docs, scope):
+        lines.append(f"**{COLLECTIONS[kind]}** ({len(group)})")
+        lines += [f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)" for d in group]
+        lines.append("")
     return text_messages("\n".join(lines))
 
 

@@ -9,14 +9,19 @@ from collections.abc import Iterable
 
 import discord
 
-from core import SHARED_SCOPE, ThreadKey
+from core import SHARED_SCOPE, ThreadKey, scopes
 
 log = logging.getLogger("pixelrag.discord")
 
 
-def scope_for(guild_id: int | None) -> str:
-    """Guild documents are the guild's own; DMs see only the operator's shared collection."""
-    return f"discord:{guild_id}" if guild_id else SHARED_SCOPE
+def scope_for(guild_id: int | None, channel: object = None) -> str:
+    """A server channel sees its own documents, the server's and the shared ones (a thread its parent
+    channel's); DMs see only the operator's shared collection."""
+    if not guild_id:
+        return SHARED_SCOPE
+    channel_id = getattr(channel, "parent_id", None) if isinstance(channel, discord.Thread) else None
+    channel_id = channel_id or getattr(channel, "id", None)
+    return scopes.channel_scope(f"discord:{guild_id}", str(channel_id) if channel_id else None)
 
 
 def thread_key(channel: object, guild_id: int | None) -> ThreadKey:

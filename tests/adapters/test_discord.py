@@ -295,7 +295,7 @@ async def test_mention_creates_thread_and_answers_there_in_one_layout(store):
     thread = msg.create_thread.return_value
     channel.send.assert_not_called()  # the answer goes into the thread, not the channel
     assert service.turns[0].question == "what is the warranty period?"  # mention stripped
-    assert service.turns[0].scope == f"discord:{GUILD_A}"
+    assert service.turns[0].scope == f"discord:{GUILD_A}/{channel.id}"  # the thread's channel's collection
     [kwargs] = sends(thread.send)  # answer, evidence and buttons: one message
     assert set(kwargs) == {"view", "files", "allowed_mentions"} and isinstance(kwargs["view"], discord.ui.LayoutView)
     assert kwargs["allowed_mentions"].to_dict() == {"parse": []}  # quoted text can never ping
@@ -582,7 +582,7 @@ async def test_index_users_and_role_override(store):
     h = handlers_for(service, store, DISCORD_INDEX_USERS="17, 4242")
     inter = make_interaction(make_guild(GUILD_A), user=user)
     await h.remove(inter, "manual")
-    assert service.removed == [(f"discord:{GUILD_A}", "manual")]
+    assert service.removed == [(f"discord:{GUILD_A}/{inter.channel.id}", "manual")]  # looked up from its channel
     assert "Removed **manual**" in all_text(inter.followup.send)
 
     role = MagicMock(spec=discord.Role)
@@ -617,7 +617,7 @@ async def test_ask_defers_with_thinking_then_follows_up(store):
     assert "2 years" in message_text(kwargs) and gallery_urls(kwargs)
     assert inter.followup.send.call_args.kwargs["wait"] is True  # the message comes back, to be edited
     assert_attachment_links(kwargs)
-    assert service.turns[0].scope == f"discord:{GUILD_B}"
+    assert service.turns[0].scope == f"discord:{GUILD_B}/{inter.channel.id}"
     assert service.turns[0].images[0].mime_type == "image/webp"
 
 
@@ -693,17 +693,17 @@ async def test_client_registers_commands_without_connecting(store):
     try:
         await client.add_cogs()  # what setup_hook does before syncing the tree
         commands = {c.name: c for c in client.tree.get_commands()}
-        assert set(commands) == {"ask", "index", "reindex", "docs", "remove"}
-        assert commands["index"].default_permissions.manage_guild
-        assert commands["remove"].default_permissions.manage_guild
+        assert set(commands) == {"ask", "index", "reindex", "docs", "remove", "scope", "indexing"}
+        assert all(commands[name].default_permissions.manage_guild for name in ("index", "remove", "scope", "indexing"))
+        assert [c.value for c in commands["scope"].parameters[1].choices] == ["channel", "workspace"]
         assert commands["ask"].default_permissions is None
         assert [p.name for p in commands["ask"].parameters] == ["question", "image"]
         assert client.intents.message_content
         assert not client.is_ready()
-        assert all(commands[name].guild_only for name in ("index", "reindex", "remove"))
+        assert all(commands[name].guild_only for name in ("index", "reindex", "remove", "scope", "indexing"))
         assert not commands["ask"].guild_only and not commands["docs"].guild_only
-        for name in ("remove", "reindex"):
-            assert [p.autocomplete for p in commands[name].parameters] == [True]  # this server's documents
+        for name in ("remove", "reindex", "scope"):
+            assert commands[name].parameters[0].autocomplete  # this channel's and server's documents
         assert client.help_command is None  # no prefix commands: "@pixelrag help" is a question
     finally:
         await client.close()
@@ -823,6 +823,62 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
     await h.remove(rm, "X200 Dishwasher Manual")
     assert "No document called" in all_text(rm.followup.send)
     assert any(d.title == "X200 Dishwasher Manual" for d in await service.documents(f"discord:{GUILD_A}"))
+
+
+async def test_a_channels_documents_stay_in_that_channel_end_to_end(settings, store):
+    from core.service import Service
+
+    service = Service(settings)
+    me = make_me()
+    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    guild = make_guild(GUILD_A)
+    hr, general = make_text_channel(guild), make_text_channel(guild)
+
+    choose = make_interaction(guild, manage=True, channel=hr)
+    await h.indexing(choose, "channel")
+    assert "searched in this channel only" in all_text(choose.followup.send)
+    pdf = make_attachment("x200-manual.pdf", MANUAL_A, "application/pdf")
+    idx = make_message("index this", hr, make_user(manage=True), guild=guild, mention_me=True, attachments=[pdf])
+    await h.on_message(idx)
+    assert "Indexed **X200 Dishwasher Manual**" in all_text(idx.create_thread.return_value.send)
+
+    question = "How long is the X200 dishwasher warranty?"
+    in_hr = make_message(question, hr, guild=guild, mention_me=True)
+    await h.on_message(in_hr)
+    assert "24 months" in all_text(in_hr.create_thread.return_value.send)
+    # a follow-up in the thread the answer made is in the channel too
+    follow = make_message(question, in_hr.create_thread.return_value, guild=guild)
+    await h.on_message(follow)
+    assert "24 months" in all_text(in_hr.create_thread.return_value.send)
+    elsewhere = make_message(question, general, guild=guild, mention_me=True)
+    await h.on_message(elsewhere)
+    send = elsewhere.create_thread.return_value.send
+    assert sends(send) and "24 months" not in all_text(send)
+    assert not any("X200 Dishwasher Manual" in t for t in embed_titles(send))
+
+    listing = make_interaction(guild, channel=general)
+    await h.docs(listing)
+    assert "X200" not in all_text(listing.followup.send)
+    listing = make_interaction(guild, channel=hr)
+    await h.docs(listing)
+    assert "**This channel only** (1)" in all_text(listing.followup.send)
+    # another channel can neither remove it nor move it
+    remove, move = (make_interaction(guild, manage=True, channel=general) for _ in range(2))
+    await h.remove(remove, "X200 Dishwasher Manual")
+    await h.scope(move, "X200 Dishwasher Manual", "workspace")
+    assert all("No document called" in all_text(i.followup.send) for i in (remove, move))
+    assert [d.scope for d in await service.documents(f"discord:{GUILD_A}/{hr.id}")] == [f"discord:{GUILD_A}/{hr.id}"]
+
+    move = make_interaction(guild, manage=True, channel=hr)
+    await h.scope(move, "X200 Dishwasher Manual", "workspace")
+    assert "is now searched in the whole server" in all_text(move.followup.send)
+    again = make_message(question, general, guild=guild, mention_me=True)
+    await h.on_message(again)
+    assert "24 months" in all_text(again.create_thread.return_value.send)
+    other_guild = make_guild(GUILD_B)
+    theirs = make_message(question, make_text_channel(other_guild), guild=other_guild, mention_me=True)
+    await h.on_message(theirs)
+    assert "24 months" not in all_text(theirs.create_thread.return_value.send)
 
 
 async def test_slash_index_and_ask_end_to_end(settings, store):
