@@ -1,6 +1,7 @@
 """`pixelrag migrate --to postgresql://…`: an embedded index copied into the database as it is (the
 same vectors, words, page images and source PDFs, nothing embedded again), and the bots' SQLite
-thread memory with it (turns, pending replies, ratings; delivery claims are short-lived and stay).
+thread memory with it (turns, pending replies, ratings, workspace choices; delivery claims are
+short-lived and stay).
 Both can be run again: documents already in the database are replaced, turns already copied skipped."""
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
 
 
 async def migrate_threads(paths: Sequence[Path], url: str) -> int:
-    """Copy the turns and ratings of these SQLite thread stores; the number of turns copied."""
+    """Copy the turns and ratings of these SQLite thread stores, and what workspaces chose (where chat
+    indexing goes; a choice already in the database stays); the number of turns copied."""
     pool = await open_pool(url)
     copied = 0
     try:
@@ -66,6 +68,7 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
                     "cited, retrieved, pending_reply, created FROM turns ORDER BY id"
                 ).fetchall()
                 ratings = db.execute("SELECT turn_id, user, rating, created FROM feedback").fetchall()
+                choices = db.execute("SELECT platform, workspace, name, value FROM choices").fetchall()
             async with pool.connection() as conn:
                 async with conn.transaction():
                     new_ids = {}
@@ -91,6 +94,10 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
                                 " VALUES (%s, %s, %s, to_timestamp(%s))",
                                 (new_ids[turn_id], user, rating, created),
                             )
+                    for choice in choices:
+                        await conn.execute(
+                            "INSERT INTO pixelrag_choices VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", choice
+                        )
             copied += len(new_ids)
     finally:
         await pool.close()

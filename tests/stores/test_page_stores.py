@@ -287,6 +287,7 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(broch
     key = ("slack", "T1", "C1", "1700000000.000100")
     turn = await memory.add(key, Exchange(QUESTIONS[0], "It is 148 mm.", QUESTIONS[0], (("d", 2),)))
     assert await memory.rate(turn, "U1", "bad")
+    await memory.choose("slack", "T1", "indexing", "channel")
     await memory.close()
 
     async def never(pages, done):
@@ -312,6 +313,7 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(broch
             assert [(e.question, e.answer, e.cited) for e in history] == [(QUESTIONS[0], "It is 148 mm.", (("d", 2),))]
             rated = await shared.ratings("bad")
             assert [(r.question, r.user) for r in rated] == [(QUESTIONS[0], "U1")]
+            assert await shared.choice("slack", "T1", "indexing") == "channel"
         finally:
             await shared.close()
     finally:
