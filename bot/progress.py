@@ -1,7 +1,8 @@
-"""Indexing progress shown in chat: one message edited with the latest figures, throttled.
+"""Indexing progress: one chat message edited with the latest figures, throttled, and the pace
+(pages per second, time left) every display words alike.
 
-Shared by the Slack and Discord adapters; each supplies how to edit its message and how to word
-a Progress record.
+Shared by the Slack and Discord adapters and the terminal; each supplies how to edit its message and
+how to word a Progress record.
 """
 
 from __future__ import annotations
@@ -14,6 +15,22 @@ from collections.abc import Awaitable, Callable
 from core import Progress
 
 log = logging.getLogger(__name__)
+
+
+def pace(p: Progress) -> str:
+    """ ", 1.3 pages/s, about 2 min left" once the indexer can tell the pace; else nothing."""
+    if not p.per_second:
+        return ""
+    left = f", about {duration(p.seconds_left)} left" if p.seconds_left else ""
+    return f", {p.per_second:.1f} pages/s{left}"
+
+
+def duration(seconds: float) -> str:
+    """25 s, 3 min, 1 h 5 min: as precise as a wait needs to be told."""
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 class ThrottledProgress:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from core import Answer, IndexReport, PixelragError, Progress, QueryImage
 
+from .progress import pace
+
 
 class ProgressBar:
     """One line on the terminal, redrawn in place; quiet when stderr is not a terminal."""
@@ -29,7 +31,8 @@ class ProgressBar:
             width = 30
             filled = int(width * p.done / max(p.total, 1))
             verb = {"read": "reading", "embed": "embedded"}.get(p.stage, p.stage)
-            line = f"{p.document[:40]:40} [{'#' * filled}{'.' * (width - filled)}] {verb} {p.done}/{p.total} pages"
+            bar = f"[{'#' * filled}{'.' * (width - filled)}]"
+            line = f"{p.document[:40]:40} {bar} {verb} {p.done}/{p.total} pages{pace(p)}"
         if line == self.last:
             return
         self.last = line

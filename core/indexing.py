@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[Progress], None]
 PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
+PACE_AFTER_S = 1.0  # a pace over less time than this is noise (or reused pages, which take none)
 
 
 @dataclass
@@ -335,11 +337,15 @@ class Indexer:
             blank: list[int] = []
             reduced: list[tuple[int, float]] = []  # (page, dpi) of pages too large for the render setting
             finished = embedded = 0
+            began = time.monotonic()
 
             def report(n: int) -> None:
                 nonlocal finished
                 finished += n
-                progress(Progress("embed", min(finished, total), total, document.title))
+                done, elapsed = min(finished, total), time.monotonic() - began
+                rate = done / elapsed if done and elapsed >= PACE_AFTER_S else 0.0
+                left = (total - done) / rate if rate and done < total else None
+                progress(Progress("embed", done, total, document.title, rate, left))
 
             async def embed(fresh: list[tuple[int, PageInput]]) -> None:
                 new = await self.backend().embedder.embed_pages([item for _, item in fresh], report)

@@ -299,3 +299,7 @@ class Progress:
     done: int
     total: int
     document: str = ""
+    # The document's pace so far ("embed" records, once it can be told): pages done per second since its
+    # build began, and the seconds its remaining pages take at that pace.
+    per_second: float = 0.0
+    seconds_left: float | None = None

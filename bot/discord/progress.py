@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import discord
 
-from bot.progress import ThrottledProgress
+from bot.progress import ThrottledProgress, pace
 from core import Progress
 
 from .render import shown_text
@@ -23,7 +23,7 @@ def describe_progress(p: Progress) -> str:
     if p.stage == "wait":
         return "⏳ Waiting for another build of the index to finish…"
     what = f" **{shown_text(p.document)}**" if p.document else ""
-    return f"⏳ Indexing{what}: {p.stage} {p.done}/{p.total}…"
+    return f"⏳ Indexing{what}: {p.stage} {p.done}/{p.total}{pace(p)}…"
 
 
 class ProgressNotice(ThrottledProgress):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bot.progress import pace
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
 from core import Answer, Citation, Document, IndexReport, Progress, grouped
@@ -267,7 +268,10 @@ def progress_text(name: str, progress: Progress | None) -> str:
     if progress.stage == "wait":
         return f":hourglass_flowing_sand: Indexing {escape(name)}: waiting for another build of the index to finish…"
     doc = escape(progress.document or name)
-    return f":hourglass_flowing_sand: Indexing {doc}: {progress.stage} {progress.done} of {progress.total} pages"
+    return (
+        f":hourglass_flowing_sand: Indexing {doc}: {progress.stage} {progress.done} of {progress.total} pages"
+        f"{pace(progress)}"
+    )
 
 
 def report_text(verb: str, report: IndexReport) -> str:

@@ -219,3 +219,51 @@ async def test_a_damaged_page_image_costs_its_citation_its_images_not_the_answer
         assert (c.preview is None and c.crop is None) if c.page == 2 else (c.preview and c.crop)
     damaged = [note for note in answer.notes if "could not be drawn" in note]
     assert len(damaged) == sum(c.page == 2 for c in answer.citations) and all("p. 2" in n for n in damaged), answer.notes
+
+
+class Clock:
+    """time.monotonic advancing one second per reading."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+async def test_indexing_progress_carries_the_pace_and_time_left(service, tmp_path, monkeypatch):
+    monkeypatch.setattr("core.indexing.time.monotonic", Clock())
+    records = []
+    pdf = text_pdf(tmp_path / "long.pdf", [f"Section {n}: the X{n} valve opens at {n} bar." for n in range(1, 21)])
+    await service.index([str(pdf)], progress=records.append)
+    embed = [p for p in records if p.stage == "embed"]
+    paced = [p for p in embed if p.per_second]
+    assert paced and embed[-1].done == 20 and embed[-1].seconds_left is None  # nothing left at the end
+    for p in paced:
+        if p.done < p.total:
+            assert p.seconds_left == pytest.approx((p.total - p.done) / p.per_second)
+    assert all(p.per_second == 0.0 for p in records if p.stage != "embed")
+
+
+def test_the_terminal_slack_and_discord_show_the_same_pace():
+    import io as text_io
+
+    from bot.discord.progress import describe_progress
+    from bot.progress import duration, pace
+    from bot.slack.render import progress_text
+    from bot.terminal import ProgressBar
+    from core.records import Progress
+
+    p = Progress("embed", 10, 250, "Manual", 1.6, 150.0)
+    assert pace(p) == ", 1.6 pages/s, about 2 min left"
+    assert [duration(s) for s in (0.2, 42, 3900)] == ["1 s", "42 s", "1 h 5 min"]
+    assert pace(Progress("embed", 1, 250, "Manual")) == ""  # too early to tell
+    class Terminal(text_io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    ProgressBar(stream)(p)
+    for shown in (progress_text("Manual", p), describe_progress(p), stream.getvalue()):
+        assert "1.6 pages/s, about 2 min left" in shown
