@@ -10,8 +10,11 @@ from .fold import fold
 from .stopwords import STOPWORDS
 
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
-# Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole.
-COMPOUND = re.compile(r"[^\W_]*(?:[^\W\d_]\d|\d[^\W\d_])[^\W_]*", re.UNICODE)
+# Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole: the
+# words holding a letter next to a digit. (One pattern for both, [^\W_]*(?:…)[^\W_]*, retried every
+# position of every other word: most of the time of indexing a page's words.)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+LETTER_DIGIT = re.compile(r"[^\W\d_]\d|\d[^\W\d_]", re.UNICODE)
 
 
 def tokens(text: str) -> list[str]:
@@ -24,7 +27,7 @@ def content_tokens(text: str) -> list[str]:
     folded = fold(text)
     all_words = TOKEN.findall(folded)
     words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    compounds = COMPOUND.findall(folded)
+    compounds = [w for w in WORD.findall(folded) if LETTER_DIGIT.search(w)]
     for ident in compounds:
         if not ident[0].isdigit():
             # an identifier (P7, Y1) stands whole; its bare one-digit number would count it twice and

@@ -29,18 +29,22 @@ class LexicalIndex:
     arrays instead of tokenizing every page again (bm25_file.py)."""
 
     def __init__(self, texts: list[str], k1: float = K1, b: float = B):
-        lists: dict[str, list[tuple[int, int]]] = {}
-        lengths = []
+        ids: dict[str, int] = {}  # each term's number, in order of first sight
+        term_ids, term_pages, term_tf, lengths = [], [], [], []
         for i, text in enumerate(texts):
             counts = page_terms(text)
             lengths.append(sum(counts.values()))
-            for term, count in counts.items():
-                lists.setdefault(term, []).append((i, count))
-        terms = sorted(lists)
-        sizes = np.array([len(lists[t]) for t in terms], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        pages = np.fromiter((i for t in terms for i, _ in lists[t]), dtype=np.int32, count=int(offsets[-1]))
-        tf = np.fromiter((f for t in terms for _, f in lists[t]), dtype=np.float32, count=int(offsets[-1]))
+            term_ids.append(np.fromiter((ids.setdefault(t, len(ids)) for t in counts), np.int64, len(counts)))
+            term_tf.append(np.fromiter(counts.values(), np.float32, len(counts)))
+            term_pages.append(np.full(len(counts), i, np.int32))
+        terms = sorted(ids)
+        rank = np.empty(len(ids), dtype=np.int64)  # a term's number -> its row, in sorted order
+        rank[np.fromiter((ids[t] for t in terms), np.int64, len(terms))] = np.arange(len(terms))
+        rows = rank[np.concatenate(term_ids)] if texts else np.zeros(0, np.int64)
+        order = np.argsort(rows, kind="stable")  # each term's postings, its pages in page order
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(terms)))]).astype(np.int64)
+        pages = np.concatenate(term_pages)[order] if texts else np.zeros(0, np.int32)
+        tf = np.concatenate(term_tf)[order] if texts else np.zeros(0, np.float32)
         self._set(terms, offsets, pages, tf, np.asarray(lengths, dtype=np.float32), k1, b)
 
     @classmethod
