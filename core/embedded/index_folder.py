@@ -28,7 +28,7 @@ import numpy as np
 from ..documents import read_recorded, recorded_path
 from ..errors import IndexProblem
 from ..ranking import bm25_file
-from ..ranking.bm25 import lexical_index
+from ..ranking.bm25 import LexicalIndex, lexical_index, lexical_texts
 from ..records import Document, Page
 from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
 from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
@@ -75,9 +75,16 @@ class IndexStore:
             )
 
     def write_snapshot(
-        self, built_with: dict, documents: list[Document], pages: list[Page], page_vectors: list[np.ndarray]
+        self,
+        built_with: dict,
+        documents: list[Document],
+        pages: list[Page],
+        page_vectors: list[np.ndarray],
+        reuse: tuple[LexicalIndex, list[int]] | None = None,
     ) -> str:
-        """Write a complete snapshot and return its name; it is not active until publish()."""
+        """Write a complete snapshot and return its name; it is not active until publish(). With `reuse`
+        (an earlier snapshot's BM25 and which of its pages the first of `pages` are), only the pages after
+        those are tokenized for BM25."""
         now = time.time()  # names sort as they were built (newest_intact relies on it), two in a second too
         name = (
             time.strftime("%Y%m%d-%H%M%S-", time.localtime(now))
@@ -87,7 +94,7 @@ class IndexStore:
         tmp = self.root / "snapshots" / f".tmp-{name}"
         tmp.mkdir(parents=True)
         try:
-            self._write_snapshot_files(tmp, name, built_with, documents, pages, page_vectors)
+            self._write_snapshot_files(tmp, name, built_with, documents, pages, page_vectors, reuse)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # a full disk gets its space back at once
             raise
@@ -102,6 +109,7 @@ class IndexStore:
         documents: list[Document],
         pages: list[Page],
         page_vectors: list[np.ndarray],
+        reuse: tuple[LexicalIndex, list[int]] | None,
     ) -> None:
         dim = int(built_with["dim"])
         rows = [np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in page_vectors]
@@ -115,7 +123,12 @@ class IndexStore:
         np.save(tmp / "row_page.npy", row_page)
         write_words(tmp, pages)
         # BM25 is built once here, not each time a process opens the snapshot.
-        bm25_file.save(lexical_index(documents, pages), tmp / LEXICAL_FILE)
+        if reuse is None:
+            lexical = lexical_index(documents, pages)
+        else:
+            earlier, kept = reuse
+            lexical = earlier.extended(kept, lexical_texts(documents, pages[len(kept) :]))
+        bm25_file.save(lexical, tmp / LEXICAL_FILE)
         manifest = {
             "format": FORMAT,
             "name": name,

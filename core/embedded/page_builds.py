@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import IndexProblem
+from ..ranking import bm25_file
+from ..ranking.bm25 import LexicalIndex
 from ..records import Document, Page
 from .index_folder import IndexStore
 from .recovery import recover
@@ -47,6 +49,17 @@ class EmbeddedBuild:
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
         await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)
 
+    def _previous_lexical(self) -> LexicalIndex | None:
+        """The previous snapshot's BM25, when a new one can extend it: read whole, of this terms version,
+        of all its pages (else the new one is built from every page's words)."""
+        assert self.previous is not None
+        try:
+            lexical = bm25_file.load(self.store.lexical_path(self.previous.name))
+        except Exception as exc:  # stale, missing or damaged: derived data, built again
+            log.info("BM25 of %s not reused: %s", self.previous.name, exc)
+            return None
+        return lexical if lexical.n == len(self.previous.pages) else None
+
     async def publish(
         self,
         built_with: dict,
@@ -54,23 +67,27 @@ class EmbeddedBuild:
         added: Sequence[tuple[Document, Sequence[Page], Sequence[np.ndarray]]],
     ) -> tuple[str, int]:
         documents, pages, vectors = [], [], []
+        kept: list[int] = []  # which of the previous snapshot's pages the first of `pages` are
         if self.previous:
             rows = self._rows
             documents = [d for d in self.previous.documents if d.doc_id not in removed]
-            kept = {d.doc_id for d in documents}
-            by_doc: dict[str, list[Page]] = {}
-            for page in self.previous.pages:
-                if page.doc_id in kept:
-                    by_doc.setdefault(page.doc_id, []).append(page)
+            kept_docs = {d.doc_id for d in documents}
+            by_doc: dict[str, list[tuple[int, Page]]] = {}
+            for i, page in enumerate(self.previous.pages):
+                if page.doc_id in kept_docs:
+                    by_doc.setdefault(page.doc_id, []).append((i, page))
             for doc in documents:  # in document order, as the snapshot lists them
-                for page in by_doc.get(doc.doc_id, []):
+                for i, page in by_doc.get(doc.doc_id, []):
+                    kept.append(i)
                     pages.append(page)
                     vectors.append(rows[page.content_hash])
         for document, doc_pages, doc_vectors in added:
             documents.append(document)
             pages.extend(doc_pages)
             vectors.extend(doc_vectors)
-        name = await asyncio.to_thread(self.store.write_snapshot, built_with, documents, pages, vectors)
+        earlier = await asyncio.to_thread(self._previous_lexical) if self.previous else None
+        reuse = (earlier, kept) if earlier is not None else None
+        name = await asyncio.to_thread(self.store.write_snapshot, built_with, documents, pages, vectors, reuse)
         await asyncio.to_thread(self.store.publish, name)
         return name, len(pages)
 

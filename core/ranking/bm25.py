@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -46,6 +46,34 @@ class LexicalIndex:
         pages = np.concatenate(term_pages)[order] if texts else np.zeros(0, np.int32)
         tf = np.concatenate(term_tf)[order] if texts else np.zeros(0, np.float32)
         self._set(terms, offsets, pages, tf, np.asarray(lengths, dtype=np.float32), k1, b)
+
+    def extended(self, keep: Sequence[int], texts: list[str]) -> LexicalIndex:
+        """This index's pages `keep` (in that order), then pages of new `texts`: what LexicalIndex() of
+        all those texts would build, tokenizing only the new ones (a build adding one document to a
+        large index need not read every page again)."""
+        kept = np.asarray(keep, dtype=np.int64)
+        added = LexicalIndex(texts, self.k1, self.b)
+        position = np.full(self.n, -1, dtype=np.int64)
+        position[kept] = np.arange(len(kept))
+        old_rows = np.repeat(np.arange(len(self.keys)), np.diff(self._offsets))
+        old_pages = position[self._pages]
+        alive = old_pages >= 0
+        surviving = np.unique(old_rows[alive])
+        terms = sorted({self.keys[i] for i in surviving.tolist()} | set(added.keys))
+        row_of = {t: i for i, t in enumerate(terms)}
+        old_row = np.fromiter((row_of.get(t, -1) for t in self.keys), np.int64, len(self.keys))
+        new_row = np.fromiter((row_of[t] for t in added.keys), np.int64, len(added.keys))
+        rows = np.concatenate(
+            [old_row[old_rows[alive]], new_row[np.repeat(np.arange(len(added.keys)), np.diff(added._offsets))]]
+        )
+        pages = np.concatenate([old_pages[alive], added._pages.astype(np.int64) + len(kept)])
+        tf = np.concatenate([self._tf[alive], added._tf])
+        order = np.lexsort((pages, rows))  # by term, each term's pages in order
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(terms)))]).astype(np.int64)
+        lengths = np.concatenate([self.lengths[kept], added.lengths]).astype(np.float32)
+        return LexicalIndex.from_arrays(
+            terms, offsets, pages[order].astype(np.int32), tf[order], lengths, self.k1, self.b
+        )
 
     @classmethod
     def from_arrays(cls, terms: list[str], offsets, pages, tf, lengths, k1: float, b: float) -> LexicalIndex:
@@ -162,5 +190,10 @@ def term_weights(query: str, idf_of: Callable[[str], float]) -> dict[str, float]
 
 def lexical_index(documents, pages) -> LexicalIndex:
     """The BM25 index of a snapshot: each page's words, with its document's title."""
+    return LexicalIndex(lexical_texts(documents, pages))
+
+
+def lexical_texts(documents, pages) -> list[str]:
+    """What BM25 reads of each page: its document's title, then its words."""
     titles = {d.doc_id: d.title for d in documents}
-    return LexicalIndex([f"{titles[p.doc_id]}\n{p.text}" for p in pages])
+    return [f"{titles[p.doc_id]}\n{p.text}" for p in pages]

@@ -83,3 +83,33 @@ async def test_serving_does_not_hash_the_sources_but_status_does(indexed):
     assert answer.hits[0].page == 2  # answering never reads the PDFs: the bot keeps serving
     with pytest.raises(IndexProblem, match="does not match its recorded hash"):
         await Service(indexed).verify()  # what `pixelrag status` and every build check
+
+
+def same_index(a: LexicalIndex, b: LexicalIndex) -> bool:
+    return a.keys == b.keys and all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(a.arrays(), b.arrays()))
+
+
+def test_an_extended_index_is_the_index_of_all_its_texts():
+    texts = [f"Page {n}: valve V{n} opens at {n}.5 bar; {'spare' if n % 3 else 'seal'} kit SK-{n % 4}"
+             for n in range(40)]
+    earlier = LexicalIndex(texts)
+    for keep in ([], [0, 1, 2], list(range(0, 40, 3)), list(range(40))):
+        new = ["Brand new page: pump X9 weighs 4 kg", texts[5]]
+        assert same_index(earlier.extended(keep, new), LexicalIndex([texts[i] for i in keep] + new))
+
+
+async def test_a_build_tokenizes_only_the_pages_it_adds(indexed, tmp_path, monkeypatch):
+    from core.ranking import bm25
+
+    tokenized = []
+    real = bm25.page_terms
+    monkeypatch.setattr(bm25, "page_terms", lambda text: tokenized.append(text) or real(text))
+    service = Service(indexed)
+    await service.index([str(text_pdf(tmp_path / "q.pdf", ["Q pump manual. Flow 12 l/min.", "Q pump seals."]))])
+    assert len(tokenized) == 2  # the new document's pages; the first three are carried over
+    snap, lexical = Service(indexed).pages.snapshot()
+    assert same_index(lexical, LexicalIndex(bm25.lexical_texts(snap.documents, snap.with_words().pages)))
+    await service.remove("shared", "p9.pdf")
+    snap, lexical = Service(indexed).pages.snapshot()
+    assert len(snap.pages) == 2 and same_index(lexical, LexicalIndex(bm25.lexical_texts(snap.documents,
+                                                                                         snap.with_words().pages)))
