@@ -11,8 +11,9 @@ from .stopwords import STOPWORDS
 
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
 # Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole: the
-# words holding a letter next to a digit. (One pattern for both, [^\W_]*(?:…)[^\W_]*, retried every
-# position of every other word: most of the time of indexing a page's words.)
+# words (runs of letters and digits) holding a letter next to a digit. Found from those places, which
+# are few: one pattern for the whole word, [^\W_]*(?:…)[^\W_]*, was retried at every position of every
+# other word, most of the time of indexing a page's words.
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 LETTER_DIGIT = re.compile(r"[^\W\d_]\d|\d[^\W\d_]", re.UNICODE)
 
@@ -27,7 +28,7 @@ def content_tokens(text: str) -> list[str]:
     folded = fold(text)
     all_words = TOKEN.findall(folded)
     words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    compounds = [w for w in WORD.findall(folded) if LETTER_DIGIT.search(w)]
+    compounds = identifiers(folded)
     for ident in compounds:
         if not ident[0].isdigit():
             # an identifier (P7, Y1) stands whole; its bare one-digit number would count it twice and
@@ -36,6 +37,22 @@ def content_tokens(text: str) -> list[str]:
                 if len(number) == 1 and number in words:
                     words.remove(number)
     return words + compounds + abbreviations_in(all_words)
+
+
+def identifiers(folded: str) -> list[str]:
+    """The words of a folded text that hold a letter next to a digit, in order."""
+    found, end = [], 0
+    for m in LETTER_DIGIT.finditer(folded):
+        if m.start() < end:
+            continue  # in the word found last
+        start = m.start()
+        while start > end and folded[start - 1].isalnum():  # what [^\W_] matches
+            start -= 1
+        word = WORD.match(folded, start)
+        assert word is not None  # the match begins with a letter or digit
+        end = word.end()
+        found.append(word.group())
+    return found
 
 
 @functools.lru_cache(maxsize=1 << 18)  # a corpus repeats its words; indexing calls this per token

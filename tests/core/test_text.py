@@ -41,3 +41,11 @@ def test_a_word_of_short_hyphenated_parts_is_missing_when_a_part_is():
     allowed = np.ones(2, dtype=bool)
     assert index.absent_words("Which Wi-Fi module plugs into the TFT header?", allowed) == ["Wi-Fi"]
     assert index.absent_words("Which MCU-Pin drives the display?", allowed) == []  # "mcu" and "pin" are there
+
+
+def test_identifiers_are_whole_words_with_a_letter_next_to_a_digit():
+    from core.language.tokens import identifiers
+
+    text = "out14 and y1, tmc2209; foo_x1 12ab ab12cd 3 x 12,5 mm 1a1a strasse5 a_1 9"
+    assert identifiers(text) == ["out14", "y1", "tmc2209", "x1", "12ab", "ab12cd", "1a1a", "strasse5"]
+    assert identifiers("no digits here") == [] and identifiers("") == []
