@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import limits, usage
+from . import limits, scopes, usage
 from .cleaning import clean_text
 from .metrics import FEEDBACK
 from .ports import ThreadKey, ThreadMemory
@@ -60,7 +60,7 @@ class Conversation:
                 kept_id, kept = pending
                 return Reply(None, kept, kept_id, pending=True)
         # Limits and costs are the tenant's (a workspace, a server), in a thread or not.
-        platform, workspace = usage.tenant(scope)
+        platform, workspace = scopes.tenant(scope)
         await limits.admit(self.threads, self.service.settings, platform, workspace, user)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)

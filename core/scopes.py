@@ -34,6 +34,12 @@ def workspace_of(scope: str) -> str:
     return scope.split(CHANNEL_MARK, 1)[0]
 
 
+def tenant(scope: str) -> tuple[str, str]:
+    """(platform, workspace) of a scope: "slack:T1/C9" -> ("slack", "T1"); the shared collection -> ("shared", "")."""
+    platform, _, workspace = workspace_of(scope).partition(":")
+    return platform, workspace
+
+
 def channel_of(scope: str) -> str | None:
     return scope.split(CHANNEL_MARK, 1)[1] if CHANNEL_MARK in scope else None
 
@@ -67,8 +73,7 @@ def collection(scope: str, place: str) -> str:
 
 async def indexing_place(threads: ThreadMemory, scope: str) -> str:
     """Where the workspace of `scope` has chosen chat indexing to go: "workspace" unless set to "channel"."""
-    platform, _, workspace = workspace_of(scope).partition(":")
-    return await threads.choice(platform, workspace, INDEXING) or "workspace"
+    return await threads.choice(*tenant(scope), INDEXING) or "workspace"
 
 
 async def indexing_scope(threads: ThreadMemory, scope: str, place: str | None = None) -> str:
@@ -78,8 +83,7 @@ async def indexing_scope(threads: ThreadMemory, scope: str, place: str | None = 
 
 async def choose_indexing_place(threads: ThreadMemory, scope: str, place: str) -> None:
     collection(scope, place)  # refuses what is not a place
-    platform, _, workspace = workspace_of(scope).partition(":")
-    await threads.choose(platform, workspace, INDEXING, place)
+    await threads.choose(*tenant(scope), INDEXING, place)
 
 
 def grouped(documents: Sequence[Document], scope: str) -> list[tuple[str, list[Document]]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Sequence
 
-from . import usage
+from . import scopes, usage
 from .answering import Answerer
 from .backends import make_backend
 from .backends.base import Backend
@@ -70,7 +70,7 @@ class Service:
                 return await build
             finally:  # a failed build's requests were made too
                 if cost and self.costs is not None:
-                    await self.costs.add_usage(*usage.tenant(scope), cost, time.time())
+                    await self.costs.add_usage(*scopes.tenant(scope), cost, time.time())
 
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         return await self.indexer.remove(scope, document, progress)

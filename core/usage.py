@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from .scopes import workspace_of
-
 if TYPE_CHECKING:
     from .ports import ThreadMemory
 
@@ -81,9 +79,3 @@ async def summary(
 def describe(counts: Mapping[str, int]) -> str:
     shown = ((counts.get(metric, 0), label) for metric, label in SHOWN)
     return ", ".join(f"{n:,} {label if n != 1 else label.removesuffix('s')}" for n, label in shown)
-
-
-def tenant(scope: str) -> tuple[str, str]:
-    """(platform, workspace) of a scope: "slack:T1/C9" -> ("slack", "T1"); the shared collection -> ("shared", "")."""
-    platform, _, workspace = workspace_of(scope).partition(":")
-    return platform, workspace

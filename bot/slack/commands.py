@@ -44,7 +44,7 @@ class SlashCommand:
         elif sub == "status":
             status = await self.service.status(scope)
             status["chat indexing goes to"] = f"the {await scopes.indexing_place(self.threads, scope)}"
-            status.update(await usage.summary([self.threads], *usage.tenant(scope)))
+            status.update(await usage.summary([self.threads], *scopes.tenant(scope)))
             await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(text)}`…")

@@ -54,7 +54,7 @@ class AppHome:
         try:
             documents = await self.service.documents(scope)
             indexing = self.service.indexing_now(scope)
-            costs = await usage.summary([self.threads], *usage.tenant(scope))
+            costs = await usage.summary([self.threads], *scopes.tenant(scope))
             view = home_view(documents, scope, indexing, self.command, costs)
         except Exception:
             log.exception("the Home tab for %s could not be built", scope)
