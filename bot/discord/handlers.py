@@ -34,7 +34,16 @@ from .feedback import feedback_view
 from .files import Attachments, kind
 from .layout import Rendered, render_layout
 from .progress import ProgressNotice
-from .render import NO_PINGS, code, describe_report, render_answer, render_documents, shown_text, text_messages
+from .render import (
+    NO_PINGS,
+    code,
+    describe_report,
+    place_note,
+    render_answer,
+    render_documents,
+    shown_text,
+    text_messages,
+)
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
 from .stream import AnswerStream
@@ -178,7 +187,7 @@ class DiscordHandlers:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
                 async with ProgressNotice(lambda text: status.edit(content=text)) as notice:
                     report = await self.service.index_bytes(data, att.filename, scope=scope, progress=notice)
-                lines.append(describe_report(report))
+                lines.append(describe_report(report) + place_note(scope, report))
             except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
                 text = str(exc)
                 lines.append(f"⚠️ {shown_text(text if text.startswith(att.filename) else f'{att.filename}: {text}')}")
@@ -238,7 +247,7 @@ class DiscordHandlers:
                     report = await self.service.index([url.strip()], scope=scope, progress=notice)
                 else:
                     raise BadInput("Give a PDF URL or attach a PDF to index.")
-            await replier.send_all(text_messages(describe_report(report)))
+            await replier.send_all(text_messages(describe_report(report) + place_note(scope, report)))
 
     async def reindex(self, interaction: discord.Interaction, document: str | None = None) -> None:
         if not await self._may_manage(interaction):

@@ -18,7 +18,7 @@ import discord
 
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, grouped, literal
+from core import Answer, Citation, Document, IndexReport, grouped, literal, scopes
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -246,6 +246,13 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
         lines += [f"- {shown_text(d.title)} — {code(d.file_name)}, {d.page_count} pages (`{d.doc_id}`)" for d in group]
         lines.append("")
     return text_messages("\n".join(lines))
+
+
+def place_note(scope: str, report: IndexReport) -> str:
+    """Under a summary of what was indexed into one channel's collection: that only it searches them."""
+    if not report.documents or scopes.kind_of(scope) != "channel":
+        return ""
+    return "\n-# Searched in this channel only: `/scope` shares a document with the whole server."
 
 
 def describe_report(report: IndexReport) -> str:

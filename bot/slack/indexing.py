@@ -70,11 +70,14 @@ class SlackIndexing:
         thread (a slash command), the message goes to the channel, or by `respond` where the bot may
         not post. With `scope`, on_change hears it when the job is over (failed ones too: a failed
         job may have been the one the Home tab showed in progress)."""
-        await self._run(thread, name, work, verb, respond)  # failures end in its summary; only cancellation escapes
+        # failures end in its summary; only cancellation escapes
+        await self._run(thread, name, work, verb, respond, render.place_note(scope))
         if scope is not None:
             await self.changed(thread.client, scope)
 
-    async def _run(self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None) -> None:
+    async def _run(
+        self, thread: Thread, name: str, work: Work, verb: str, respond: Respond | None, note: str = ""
+    ) -> None:
         ts = await thread.post(render.progress_text(name, None))
         if ts is None and respond is not None:
             await respond(render.progress_text(name, None))  # not in the channel: the response_url is the way back
@@ -87,7 +90,8 @@ class SlackIndexing:
             edit, lambda p: render.progress_text(name, p), self.progress_interval_s
         ) as progress:
             try:
-                final = render.report_text(verb, await work(progress))
+                report = await work(progress)
+                final = render.report_text(verb, report) + (note if report.documents else "")
             except Busy as exc:
                 final = f":hourglass: {render.escape(str(exc))}"
             except PixelragError as exc:

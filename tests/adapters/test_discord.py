@@ -840,7 +840,8 @@ async def test_a_channels_documents_stay_in_that_channel_end_to_end(settings, st
     pdf = make_attachment("x200-manual.pdf", MANUAL_A, "application/pdf")
     idx = make_message("index this", hr, make_user(manage=True), guild=guild, mention_me=True, attachments=[pdf])
     await h.on_message(idx)
-    assert "Indexed **X200 Dishwasher Manual**" in all_text(idx.create_thread.return_value.send)
+    summary = all_text(idx.create_thread.return_value.send)
+    assert "Indexed **X200 Dishwasher Manual**" in summary and "Searched in this channel only" in summary
 
     question = "How long is the X200 dishwasher warranty?"
     in_hr = make_message(question, hr, guild=guild, mention_me=True)

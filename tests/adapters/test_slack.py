@@ -602,7 +602,8 @@ async def test_a_channels_documents_stay_in_that_channel(slack: Harness):
     await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
                        "files": [pdf], "channel": hr})
     await slack.bot.drain()
-    assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+    summary = slack.fake.calls_to("chat.update")[-1].params["text"]
+    assert "Indexed q9.pdf" in summary and "Searched in this channel only" in summary
     question = "What is the Zephyr Q9 blade pitch torque?"
     # asked in its channel: answered from it, with its previews
     event, _ = await slack.event({"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {question}",
@@ -715,7 +716,8 @@ async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
     event, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
                                   "files": [pdf]})
     await slack.bot.drain()
-    assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
+    summary = slack.fake.calls_to("chat.update")[-1].params["text"]
+    assert "Indexed q9.pdf" in summary and "channel only" not in summary  # the workspace's, by default
     assert "q9.pdf" in [d.title for d in await slack.service.real.documents("slack:T1")]
 
 
