@@ -82,14 +82,20 @@ async def cmd_index(args) -> int:
     return exit_code(report)
 
 
+SCOPE_HELP = (
+    "the collection instead of the shared one, as `status` names it (slack:T1, slack:T1/C9, discord:G1/…): "
+    "a chat's documents, for the operator"
+)
+
+
 async def cmd_reindex(args) -> int:
-    report = await Service(_settings(args)).reindex(SHARED_SCOPE, args.document, progress=ProgressBar())
+    report = await Service(_settings(args)).reindex(args.scope, args.document, progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
 
 async def cmd_remove(args) -> int:
-    doc = await Service(_settings(args)).remove(SHARED_SCOPE, args.document, progress=ProgressBar())
+    doc = await Service(_settings(args)).remove(args.scope, args.document, progress=ProgressBar())
     print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
     return 0
 
@@ -268,11 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reindex", help="fetch the shared collection's documents again; embed only changed pages")
     p.add_argument("document", nargs="?", help="title, file name or id (default: all)")
+    p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
     common(p)
     p.set_defaults(run=cmd_reindex)
 
     p = sub.add_parser("remove", help="remove a document from the shared collection")
     p.add_argument("document", help="title, file name or id")
+    p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
     common(p)
     p.set_defaults(run=cmd_remove)
 

@@ -247,3 +247,20 @@ def test_status_shows_every_workspaces_usage_from_both_bots(env, capsys):
     asyncio.run(spend(env / "index" / "discord-threads.sqlite", "discord", {"questions": 2, "gemini_tokens": 800}))
     code, out, _ = run(capsys, "status", "--json")
     assert json.loads(out)["usage, last 30 days"].startswith("5 questions, 0 Gemini requests, 2,000 Gemini tokens")
+
+
+def test_the_operator_removes_a_channels_document_by_naming_its_collection(env, capsys):
+    import asyncio
+
+    from core import Service
+    from core.config import load_settings
+
+    pdf = text_pdf(env / "hr.pdf", ["Parental leave: 26 weeks."])
+    asyncio.run(Service(load_settings()).index_bytes(pdf.read_bytes(), "hr.pdf", scope="slack:T1/C9"))
+    code, out, _ = run(capsys, "status")
+    assert "hr.pdf (1 pages, slack:T1/C9)" in out
+    code, _, err = run(capsys, "remove", "hr.pdf")  # the shared collection has no such document
+    assert code == 2 and "No document called 'hr.pdf'" in err
+    code, out, _ = run(capsys, "remove", "hr.pdf", "--scope", "slack:T1/C9")
+    assert code == 0 and "removed: hr.pdf" in out
+    assert json.loads(run(capsys, "status", "--json")[1])["documents"] == 0
