@@ -95,7 +95,7 @@ class SlashCommand:
             else:
                 await self.indexing.run(
                     channel,
-                    arg or "this workspace's documents",
+                    arg or "this channel's and workspace's documents",
                     lambda p: self.service.reindex(scope, arg or None, progress=p),
                     "Reindexed",
                     respond,
