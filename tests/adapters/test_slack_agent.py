@@ -52,6 +52,7 @@ async def test_agent_view_question_is_answered_in_its_thread_titled_after_it(sla
     [message] = fake.streams(event["ts"])
     assert "3 years" in message["stream"]["markdown"] and message in fake.messages[DM]
     assert fake.thread_titles == {(DM, event["ts"]): "How long is the X200 warranty?"}
+    assert slack.service.turns[0].scope == f"slack:T1/{DM}"  # the DM is a channel: its own, the workspace's
     [answer] = fake.replies(event["ts"])
     values = feedback_values(answer)  # the same buttons as under a mention
     assert (await slack.click(answer["ts"], values["good"])).status == 200
@@ -91,6 +92,8 @@ async def test_opening_the_messages_tab_suggests_prompts_naming_the_documents(sl
     await slack.service.real.index_bytes(SECRET_PDF, "q9-manual.pdf", scope="shared")
     await slack.service.real.index_bytes(make_pdf([["Other workspace secret"]], title="Hidden Plan"),
                                          "hidden.pdf", scope="slack:T2")
+    await slack.service.real.index_bytes(make_pdf([["Another channel's secret"]], title="Hidden Channel"),
+                                         "channel.pdf", scope="slack:T1/C100")
     await open_tab(slack, "messages")
     [call] = slack.fake.calls_to("assistant.threads.setSuggestedPrompts")
     assert "thread_ts" not in call.params  # the agent view takes channel-level prompts only
