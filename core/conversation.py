@@ -9,7 +9,6 @@ it instead of searching again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,13 +63,9 @@ class Conversation:
         await limits.admit(self.threads, self.service.settings, platform, workspace, user)
         history = await self.threads.history(key, self.history_exchanges) if key is not None else ()
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
-        with usage.counting() as cost:
+        async with usage.kept(self.threads, scope):
             usage.count(usage.QUESTIONS)
-            try:
-                answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
-            finally:  # what a failed answer spent is spent too
-                if cost:
-                    await self.threads.add_usage(platform, workspace, cost, time.time())
+            answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = False

@@ -106,10 +106,11 @@ class Indexer:
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails); each
         stays in its collection."""
+        own = own_scopes(scope)
         targets = (
             [await self._find(scope, document)]
             if document
-            else [d for d in await self.pages.documents(scope) if d.scope in own_scopes(scope)]
+            else [d for d in await self.pages.documents(scope) if d.scope in own]
         )
         if not targets:
             raise BadInput("There is nothing to re-index here yet.")

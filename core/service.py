@@ -4,10 +4,9 @@ core/conversation.py."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Sequence
 
-from . import scopes, usage
+from . import usage
 from .answering import Answerer
 from .backends import make_backend
 from .backends.base import Backend
@@ -65,12 +64,8 @@ class Service:
 
     async def _counted(self, scope: str, build: Awaitable[IndexReport]) -> IndexReport:
         """Run a build, adding its Gemini requests and tokens to the workspace's usage (self.costs)."""
-        with usage.counting() as cost:
-            try:
-                return await build
-            finally:  # a failed build's requests were made too
-                if cost and self.costs is not None:
-                    await self.costs.add_usage(*scopes.tenant(scope), cost, time.time())
+        async with usage.kept(self.costs, scope):
+            return await build
 
     async def remove(self, scope: str, document: str, progress: ProgressFn | None = None) -> Document:
         return await self.indexer.remove(scope, document, progress)

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from .scopes import tenant
+
 if TYPE_CHECKING:
     from .ports import ThreadMemory
 
@@ -39,6 +41,18 @@ def counting():
         yield counter
     finally:
         _counter.reset(token)
+
+
+@contextlib.asynccontextmanager
+async def kept(store: ThreadMemory | None, scope: str):
+    """counting() for the block, its costs added to the workspace of `scope` in `store` when it ends,
+    failed or not (what a failed answer or build requested is spent too); None keeps nothing."""
+    with counting() as cost:
+        try:
+            yield
+        finally:
+            if cost and store is not None:
+                await store.add_usage(*tenant(scope), cost, time.time())
 
 
 def count(metric: str, amount: int = 1) -> None:

@@ -19,17 +19,19 @@ def scope_for(guild_id: int | None, channel: object = None) -> str:
     channel's); DMs see only the operator's shared collection."""
     if not guild_id:
         return SHARED_SCOPE
-    channel_id = getattr(channel, "parent_id", None) if isinstance(channel, discord.Thread) else None
-    channel_id = channel_id or getattr(channel, "id", None)
-    return scopes.channel_scope(f"discord:{guild_id}", str(channel_id) if channel_id else None)
+    return scopes.channel_scope(f"discord:{guild_id}", home_channel(channel) or None)
 
 
 def thread_key(channel: object, guild_id: int | None) -> ThreadKey:
     workspace = str(guild_id) if guild_id else "dm"
-    if isinstance(channel, discord.Thread):
-        return ("discord", workspace, str(channel.parent_id), str(channel.id))
-    channel_id = str(getattr(channel, "id", ""))
-    return ("discord", workspace, channel_id, channel_id)
+    return ("discord", workspace, home_channel(channel), str(getattr(channel, "id", "")))
+
+
+def home_channel(channel: object) -> str:
+    """The channel a message's place belongs to: a thread's parent, else the channel itself ("" for none)."""
+    if isinstance(channel, discord.Thread) and channel.parent_id:
+        return str(channel.parent_id)
+    return str(getattr(channel, "id", ""))
 
 
 def strip_mentions(text: str, me: discord.abc.User, role_ids: Iterable[int] = frozenset()) -> str:

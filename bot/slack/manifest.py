@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from core import BadInput
+from core.errors import first_line
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"  # beside bot/ in a checkout
 
@@ -18,7 +19,7 @@ def load(path: Path = MANIFEST) -> dict:
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the Slack app manifest ({exc.strerror}); pass --manifest.") from None
     except yaml.YAMLError as exc:
-        raise BadInput(f"{path}: not a YAML manifest ({str(exc).splitlines()[0]}).") from None
+        raise BadInput(f"{path}: not a YAML manifest ({first_line(exc)}).") from None
     if not isinstance(manifest, dict):
         raise BadInput(f"{path}: not a Slack app manifest.")
     return manifest

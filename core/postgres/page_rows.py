@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 
 from ..embedded.snapshot_format import word_from_row
-from ..ranking.bm25 import page_terms
+from ..ranking.bm25 import lexical_text, page_terms
 from ..records import Page
 
 SAMPLE_BUCKETS = 1024  # a page's random bucket; the spread of dense scores is taken over a few buckets
@@ -17,7 +17,7 @@ SAMPLE_BUCKETS = 1024  # a page's random bucket; the spread of dense scores is t
 def page_lexicon(title: str, page: Page, df: Counter, bounds: dict[str, tuple[float, float]]) -> tuple[Counter, float]:
     """A page's BM25 terms and length, as lexical_index() makes them (its document's title, then its text);
     `df` gains each of its terms once, `bounds` each term's largest tf and shortest page (page_bm25.py)."""
-    terms = page_terms(f"{title}\n{page.text}")
+    terms = page_terms(lexical_text(title, page))
     length = float(sum(terms.values()))
     df.update(terms.keys())
     for term, tf in terms.items():

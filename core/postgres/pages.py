@@ -142,4 +142,5 @@ class PostgresPages:
             await conn.execute("DELETE FROM pixelrag_jobs WHERE session NOT IN (SELECT pid FROM pg_stat_activity)")
             rows = await (await conn.execute("SELECT key FROM pixelrag_jobs ORDER BY started")).fetchall()
         keys = [r[0].split("\n", 1) for r in rows]  # build keys are "scope\norigin" (core/indexing.build_key)
-        return [origin.rsplit("/", 1)[-1] for where, origin in keys if scope is None or where in visible_scopes(scope)]
+        seen = visible_scopes(scope) if scope is not None else None
+        return [origin.rsplit("/", 1)[-1] for where, origin in keys if seen is None or where in seen]

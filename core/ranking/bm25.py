@@ -194,6 +194,10 @@ def lexical_index(documents, pages) -> LexicalIndex:
 
 
 def lexical_texts(documents, pages) -> list[str]:
-    """What BM25 reads of each page: its document's title, then its words."""
     titles = {d.doc_id: d.title for d in documents}
-    return [f"{titles[p.doc_id]}\n{p.text}" for p in pages]
+    return [lexical_text(titles[p.doc_id], p) for p in pages]
+
+
+def lexical_text(title: str, page) -> str:
+    """What BM25 reads of a page, in both stores: its document's title, then its words."""
+    return f"{title}\n{page.text}"

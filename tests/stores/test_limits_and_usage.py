@@ -36,7 +36,7 @@ class Clock:
 def clock(monkeypatch) -> Clock:
     clock = Clock()
     monkeypatch.setattr("core.limits.time.time", clock)
-    monkeypatch.setattr("core.conversation.time.time", clock)
+    monkeypatch.setattr("core.usage.time.time", clock)
     return clock
 
 
