@@ -3,6 +3,7 @@ abbreviation (abbreviations.py), a field's names in six languages (field_names.p
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
@@ -16,6 +17,7 @@ class Phrases(Generic[Value]):
 
     def __init__(self, phrases: Iterable[tuple[str, Value]], inflectable: int):
         self.inflectable = inflectable
+        self._prefix = operator.itemgetter(slice(None, inflectable))  # token -> token[:inflectable]
         # first word (its first `inflectable` letters) -> (the phrase's words, its value), longest first
         self._by_start: dict[str, list[tuple[tuple[str, ...], Value]]] = {}
         for phrase, value in phrases:
@@ -32,10 +34,22 @@ class Phrases(Generic[Value]):
     def spans(self, tokens: Sequence[str]) -> list[tuple[int, int, Value]]:
         """(start, end, value) of the longest phrase starting at each token that starts one."""
         found = []
-        for i, token in enumerate(tokens):
-            for words, value in self._by_start.get(token[: self.inflectable], ()):
+        for i in self._starts(tokens):
+            for words, value in self._by_start[tokens[i][: self.inflectable]]:
                 span = tokens[i : i + len(words)]
                 if len(span) == len(words) and all(self._same_word(w, t) for w, t in zip(words, span)):
                     found.append((i, i + len(words), value))
                     break
         return found
+
+    def _starts(self, tokens: Sequence[str]) -> list[int]:
+        """The places of the tokens a phrase may start at, in order. Found by the C-level scans of sets and
+        list.index, not a Python loop over every token: a page has thousands, and few of them start any."""
+        prefixes = list(map(self._prefix, tokens))
+        places = []
+        for key in self._by_start.keys() & set(prefixes):
+            at = -1
+            for _ in range(prefixes.count(key)):
+                at = prefixes.index(key, at + 1)
+                places.append(at)
+        return sorted(places)

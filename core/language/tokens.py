@@ -10,23 +10,30 @@ from .fold import fold
 from .stopwords import STOPWORDS
 
 TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
+# TOKEN's matches on an ASCII text (most pages), found by a pattern the regex engine runs much faster.
+ASCII_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[a-z]+")
 # Identifiers that mix letters and digits (Y1, OUT14, TMC2209, ATmega328P) are also kept whole: the
-# words (runs of letters and digits) holding a letter next to a digit. Found from those places, which
-# are few: one pattern for the whole word, [^\W_]*(?:…)[^\W_]*, was retried at every position of every
-# other word, most of the time of indexing a page's words.
+# words (runs of letters and digits) holding a letter next to a digit. Found from the runs of digits,
+# which are few, by looking at their neighbours: a pattern for a letter next to a digit, tried at every
+# position of every other word, was most of the time of indexing a page's words.
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
-LETTER_DIGIT = re.compile(r"[^\W\d_]\d|\d[^\W\d_]", re.UNICODE)
+DIGITS = re.compile(r"\d+", re.UNICODE)
+LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 
 
 def tokens(text: str) -> list[str]:
-    return TOKEN.findall(fold(text))
+    return _tokens(fold(text))
+
+
+def _tokens(folded: str) -> list[str]:
+    return (ASCII_TOKEN if folded.isascii() else TOKEN).findall(folded)
 
 
 def content_tokens(text: str) -> list[str]:
     """Tokens that carry meaning, plus whole letter-digit identifiers ("y1", "out14") next to their parts
     and the abbreviations of written-out terms ("microcontroller" adds "mcu")."""
     folded = fold(text)
-    all_words = TOKEN.findall(folded)
+    all_words = _tokens(folded)
     words = [t for t in all_words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
     compounds = identifiers(folded)
     for ident in compounds:
@@ -42,14 +49,16 @@ def content_tokens(text: str) -> list[str]:
 def identifiers(folded: str) -> list[str]:
     """The words of a folded text that hold a letter next to a digit, in order."""
     found, end = [], 0
-    for m in LETTER_DIGIT.finditer(folded):
-        if m.start() < end:
+    for run in DIGITS.finditer(folded):
+        start, stop = run.span()
+        if start < end:
             continue  # in the word found last
-        start = m.start()
+        if not (start and LETTER.match(folded, start - 1) or LETTER.match(folded, stop)):
+            continue
         while start > end and folded[start - 1].isalnum():  # what [^\W_] matches
             start -= 1
         word = WORD.match(folded, start)
-        assert word is not None  # the match begins with a letter or digit
+        assert word is not None  # it begins with a letter or digit
         end = word.end()
         found.append(word.group())
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,12 +29,13 @@ class LexicalIndex:
     arrays instead of tokenizing every page again (bm25_file.py)."""
 
     def __init__(self, texts: list[str], k1: float = K1, b: float = B):
-        ids: dict[str, int] = {}  # each term's number, in order of first sight
+        ids: defaultdict[str, int] = defaultdict()  # each term's number, in order of first sight
+        ids.default_factory = ids.__len__  # numbered by C-level calls: indexing looks up every term of every page
         term_ids, term_pages, term_tf, lengths = [], [], [], []
         for i, text in enumerate(texts):
             counts = page_terms(text)
             lengths.append(sum(counts.values()))
-            term_ids.append(np.fromiter((ids.setdefault(t, len(ids)) for t in counts), np.int64, len(counts)))
+            term_ids.append(np.fromiter(map(ids.__getitem__, counts), np.int64, len(counts)))
             term_tf.append(np.fromiter(counts.values(), np.float32, len(counts)))
             term_pages.append(np.full(len(counts), i, np.int32))
         terms = sorted(ids)
@@ -161,7 +162,7 @@ def bm25_term(idf: float, tf, length, avg_length: float, k1: float = K1, b: floa
 
 def page_terms(text: str) -> Counter:
     """A page text's terms (crude stems of its content words) and how often each occurs."""
-    return Counter(stem(t) for t in content_tokens(text))
+    return Counter(map(stem, content_tokens(text)))
 
 
 def idf(n_pages: int, df: int) -> float:

@@ -19,6 +19,14 @@ def test_written_out_forms_add_their_abbreviation_in_three_languages():
     assert "pcb" in content_tokens("The printed circuit board is 4-layer.")
 
 
+def test_every_written_out_form_counts_where_it_stands():
+    from core.language.abbreviations import abbreviation_spans
+    from core.language.tokens import tokens
+
+    words = tokens("Power supply: 12 V. The microcontroller and its power supply unit; ground, power")
+    assert abbreviation_spans(words) == [(0, 2, "psu"), (5, 6, "mcu"), (8, 11, "psu"), (11, 12, "gnd")]
+
+
 def test_a_question_in_words_finds_the_page_that_abbreviates():
     pages = ["Board features: the board is used in many printers, board layout and board size.",
              "Parameters: MCU: ARM Cortex-M3 STM32F103RCT6. Layers: 4."]

@@ -49,3 +49,13 @@ def test_identifiers_are_whole_words_with_a_letter_next_to_a_digit():
     text = "out14 and y1, tmc2209; foo_x1 12ab ab12cd 3 x 12,5 mm 1a1a strasse5 a_1 9"
     assert identifiers(text) == ["out14", "y1", "tmc2209", "x1", "12ab", "ab12cd", "1a1a", "strasse5"]
     assert identifiers("no digits here") == [] and identifiers("") == []
+    # found from the digit runs: one word however many runs it holds, a letter on either side of a run
+    assert identifiers("a1b2c3 12.5v v2.0 2b1b1a2a 42 ß7") == ["a1b2c3", "5v", "v2", "2b1b1a2a", "ß7"]
+
+
+def test_folding_strips_case_and_diacritics_wherever_they_sit():
+    from core.language.fold import fold
+
+    assert fold("Größe der Łącze-Platine: 5 mm") == "grosse der lacze-platine: 5 mm"
+    assert fold("Cafe\u0301 ﬁle ½ • ΟΔΟΣ") == "cafe file 1\u20442 • οδος"  # a combining mark after an ASCII letter
+    assert fold("plain ASCII") == "plain ascii"
