@@ -41,6 +41,7 @@ class Settings:
     retry_attempts: int = 5
     retry_initial_delay_s: float = 1.0
     ocr_dpi: int = 150
+    index_workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # processes drawing pages
     history_exchanges: int = 4
     history_chars: int = 12_000
     database_url: str | None = None  # PostgreSQL shared by several processes; None: files under index_dir
@@ -92,6 +93,7 @@ def load_settings(
         answer_timeout_s=num("PIXELRAG_ANSWER_TIMEOUT", base.answer_timeout_s, 5, 3600, float),
         download_timeout_s=num("PIXELRAG_DOWNLOAD_TIMEOUT", base.download_timeout_s, 5, 7200, float),
         retry_attempts=num("PIXELRAG_RETRY_ATTEMPTS", base.retry_attempts, 1, 20),
+        index_workers=num("PIXELRAG_INDEX_WORKERS", base.index_workers, 1, 256),
         allow_private_urls=flag(values, "PIXELRAG_ALLOW_PRIVATE_URLS"),
         database_url=database_url(values.get("PIXELRAG_DATABASE_URL")),
         jev=jev_mode(values.get("PIXELRAG_JEV")),

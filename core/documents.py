@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import io
 import ipaddress
 import json
 import math
@@ -14,6 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import numpy as np
+from PIL import Image
 
 from .config import Settings
 from .errors import BadInput, megabytes
@@ -22,7 +25,7 @@ from .records import Document, Page, Word
 PDF_MAGIC = b"%PDF-"
 # Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that
 # incremental builds redo pages instead of reusing words read the old way.
-WORDS_VERSION = 2
+WORDS_VERSION = 3
 # The most pixels a page is rendered with (an A1 sheet at 200 dpi): a poster or a drawing of several
 # metres would otherwise take gigabytes, and PyMuPDF refuses beyond 2^31 bytes. Bigger pages are
 # rendered at the resolution that fits, and the build says so.
@@ -267,13 +270,40 @@ def render_page(doc, index: int, doc_id: str, settings: Settings) -> RenderedPag
     dpi = page_dpi(page.rect.width, page.rect.height, settings.render_dpi)
     pix = page.get_pixmap(matrix=pymupdf.Matrix(dpi / 72, dpi / 72))
     # The hash covers the pixels and the render settings: equal hashes mean equal page images.
-    digest = hashlib.sha256(pix.samples)
+    digest = hashlib.sha256(pix.samples_mv)
     digest.update(f"{WORDS_VERSION}:{settings.render_dpi}:{settings.jpeg_quality}:{pix.w}x{pix.h}".encode())
-    jpeg = pix.tobytes("jpg", jpg_quality=settings.jpeg_quality)
+    jpeg = _jpeg(pix, settings.jpeg_quality)
     words = text_words(page)
     record = Page(doc_id, index + 1, digest.hexdigest(), page.rect.width, page.rect.height, tuple(words))
-    blank = not words and pix.is_unicolor
+    blank = not words and _one_colour(pix)
     return RenderedPage(record, jpeg, needs_ocr=not blank and has_uncovered_ink(page, words), blank=blank, dpi=dpi)
+
+
+def _one_colour(pix) -> bool:
+    """Whether every pixel is the same: a blank page. PyMuPDF's Pixmap.is_unicolor takes seconds on a page."""
+    rows = np.frombuffer(pix.samples_mv, dtype=np.uint8).reshape(pix.h, pix.stride)[:, : pix.w * pix.n]
+    pixels = rows.reshape(-1, pix.n)
+    return bool((pixels == pixels[0]).all())
+
+
+def _jpeg(pix, quality: int) -> bytes:
+    """The page as JPEG: Pillow's libjpeg-turbo encodes a page several times faster than MuPDF's own writer.
+    Colour is kept at full resolution, as MuPDF keeps it: halved (Pillow's default), thin coloured lines
+    and labels blur, and OCR of drawings read from the image lost answers."""
+    image = Image.frombuffer("RGB", (pix.w, pix.h), pix.samples_mv, "raw", "RGB", pix.stride, 1)
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=quality, subsampling=0)
+    return out.getvalue()
+
+
+def page_pixels(jpeg: bytes, dpi: float, at_dpi: float) -> Image.Image:
+    """A page's image (`jpeg`, drawn at `dpi`) at `at_dpi` for OCR, never enlarged: enlarging adds no
+    detail, only memory. OCR reads the picture every other reader sees; drawn afresh at the lower
+    resolution, thin strokes come out fainter and the retrieval and reading figures lost."""
+    image = Image.open(io.BytesIO(jpeg)).convert("RGB")
+    scale = min(1.0, at_dpi / dpi)
+    size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
+    return image if image.size == size else image.resize(size, Image.Resampling.LANCZOS)
 
 
 def has_uncovered_ink(page, words: list[Word]) -> bool:

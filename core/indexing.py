@@ -19,18 +19,20 @@ from .backends.base import Backend
 from .config import Settings
 from .documents import (
     PAGE_PIXELS,
+    RenderedPage,
     Source,
     document_title,
     is_url,
     open_pdf,
+    page_pixels,
     read_recorded,
     read_source,
     recorded_path,
-    render_page,
 )
 from .errors import BadInput, Busy, IndexProblem
+from .page_rendering import DocumentPages, PageRenderer, Unrenderable
 from .ports import IndexBuild, PageStore
-from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress
+from .records import SHARED_SCOPE, Document, IndexReport, Page, PageInput, Progress, Word
 from .scopes import own_scopes, visible_scopes
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class _Pending:
 class Indexer:
     def __init__(self, settings: Settings, pages: PageStore, backend: Callable[[], Backend]):
         self.settings, self.pages, self.backend = settings, pages, backend
+        self.renderer = PageRenderer(settings)
         self._building: set[tuple[str, str]] = set()
         self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
@@ -319,6 +322,8 @@ class Indexer:
     ) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embedding: asyncio.Task | None = None
+        drawing: asyncio.Future | None = None
+        drawn: DocumentPages | None = None
         try:
             document = Document(
                 source.doc_id(scope),
@@ -331,8 +336,9 @@ class Indexer:
             )
             await build.save_source(document, source.data)
             total = pdf.page_count
-            # Enough pages per step to keep every allowed embedding request busy.
-            step_size = max(PAGES_PER_STEP, self.settings.embed_batch_pages * self.settings.embed_concurrency)
+            # Enough pages per step to keep the embedder busy; no more, or the last step's embedding
+            # would wait long for its pages with nothing to overlap it.
+            step_size = max(PAGES_PER_STEP, self.backend().embedder.pages_in_flight)
             pages: list[Page] = []
             vectors: list[np.ndarray | None] = []
             blank: list[int] = []
@@ -355,11 +361,17 @@ class Indexer:
                 for (slot, _), vector in zip(fresh, new):
                     vectors[slot] = vector
 
-            for start in range(0, total, step_size):
-                # Render and read this step while the previous step's pages are being embedded.
+            drawn = self.renderer.for_document(pdf, source, document.doc_id, step_size)
+            steps = [range(start, min(total, start + step_size)) for start in range(0, total, step_size)]
+            this_step = drawing = asyncio.ensure_future(drawn.render(steps[0]))
+            for n, step in enumerate(steps):
+                # Read this step while the next one is drawn and the previous one embedded.
+                rendered = await this_step
+                drawing = None
+                if n + 1 < len(steps):
+                    this_step = drawing = asyncio.ensure_future(drawn.render(steps[n + 1]))
                 fresh: list[tuple[int, PageInput]] = []
-                step = range(start, min(total, start + step_size))
-                for page, jpeg, reused, empty, dpi in await self._prepare_pages(build, pdf, step, document, progress):
+                for page, jpeg, reused, empty, dpi in await self._prepare_pages(build, rendered, document, progress):
                     if empty:
                         blank.append(page.page)
                     if dpi < self.settings.render_dpi:
@@ -370,7 +382,7 @@ class Indexer:
                         fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
                 if embedding is not None:
                     await embedding
-                report(min(step_size, total - start) - len(fresh))  # reused pages are done already
+                report(len(step) - len(fresh))  # reused pages are done already
                 embedded += len(fresh)
                 embedding = asyncio.create_task(embed(fresh)) if fresh else None
             if len(blank) == total:
@@ -399,38 +411,42 @@ class Indexer:
         finally:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
+            if drawing is not None:  # let the step being drawn finish: its thread reads the PDF closed below
+                await asyncio.gather(drawing, return_exceptions=True)
+            if drawn is not None:
+                drawn.close()
             pdf.close()
 
     async def _prepare_pages(
-        self, build: IndexBuild, pdf, indexes: range, document: Document, progress: ProgressFn
+        self, build: IndexBuild, rendered: list[RenderedPage | Unrenderable], document: Document, progress: ProgressFn
     ) -> list[tuple[Page, bytes, np.ndarray | None, bool, float]]:
-        """Render pages and read their words: (page, jpeg, reused vector rows or None, blank, dpi).
-        Unchanged pixels reuse earlier work."""
-        rendered = await asyncio.to_thread(self._render, pdf, indexes, document)
-        reusable = await build.reusable([r.page.content_hash for r in rendered])
+        """Read the drawn pages' words: (page, jpeg, reused vector rows or None, blank, dpi). Unchanged pixels
+        reuse earlier work; a page PyMuPDF could not draw refuses its document only."""
+        if failed := next((r for r in rendered if isinstance(r, Unrenderable)), None):
+            raise BadInput(
+                f"{document.file_name}: page {failed.index + 1} cannot be rendered ({failed.reason}); the document "
+                "was not indexed."
+            )
+        drawn = [r for r in rendered if isinstance(r, RenderedPage)]
+        reusable = await build.reusable([r.page.content_hash for r in drawn])
         out: list[tuple[Page, bytes, np.ndarray | None, bool, float]] = []
-        for r in rendered:
+        for r in drawn:
             progress(Progress("read", r.page.page, document.page_count, document.title))
             await build.save_page_image(r.page.content_hash, r.jpeg)
             if (old := reusable.get(r.page.content_hash)) is not None:
                 # Unchanged pixels: keep the earlier words (OCR included) and vectors.
                 out.append((replace(old[0], doc_id=document.doc_id, page=r.page.page), r.jpeg, old[1], r.blank, r.dpi))
                 continue
-            words = await asyncio.to_thread(self.backend().page_words, r.jpeg, r.page.words, r.needs_ocr, r.dpi)
+            words = r.page.words
+            if r.needs_ocr and (ocr_dpi := self.backend().ocr_dpi):
+                words = await asyncio.to_thread(self._read_pixels, r, ocr_dpi)
             out.append((replace(r.page, words=words), r.jpeg, None, r.blank, r.dpi))
         return out
 
-    def _render(self, pdf, indexes: range, document: Document) -> list:
-        """The pages' images and text layers; a page PyMuPDF cannot draw refuses its document only."""
-        out = []
-        for i in indexes:
-            try:
-                out.append(render_page(pdf, i, document.doc_id, self.settings))
-            except Exception as exc:
-                raise BadInput(
-                    f"{document.file_name}: page {i + 1} cannot be rendered ({exc}); the document was not indexed."
-                ) from exc
-        return out
+    def _read_pixels(self, r: RenderedPage, ocr_dpi: int) -> tuple[Word, ...]:
+        """The words of a page that has ink its text layer does not cover, read at the backend's
+        resolution, one page at a time, so pixels are never held for a whole step."""
+        return self.backend().page_words(page_pixels(r.jpeg, r.dpi, ocr_dpi), r.page.words)
 
 
 def build_key(scope: str, origin: str) -> str:

@@ -24,6 +24,7 @@ class Embedder(Protocol):
     name: str  # backend name recorded in the index
     model: str
     dim: int
+    pages_in_flight: int  # pages it embeds at once when it has them: an indexing step is no smaller
 
     async def embed_pages(self, pages: Sequence[PageInput], done: Callable[[int], None]) -> list[np.ndarray]:
         """One float32 array of shape (rows, dim) per page; `done(n)` after each n pages."""

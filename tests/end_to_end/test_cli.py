@@ -180,7 +180,7 @@ def test_a_page_that_cannot_be_rendered_refuses_its_document_only(env, capsys, m
             raise RuntimeError("code=4: Overly large image")
         return real(doc, index, doc_id, settings)
 
-    monkeypatch.setattr("core.indexing.render_page", render)
+    monkeypatch.setattr("core.page_rendering.render_page", render)
     good = text_pdf(env / "good.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
     bad = text_pdf(env / "bad.pdf", ["Pump P9.", "Weight: 2.6 kg"])
     code, out, err = run(capsys, "index", str(good), str(bad))

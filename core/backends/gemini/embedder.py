@@ -72,6 +72,7 @@ class GeminiEmbedder:
         self.calls = calls
         self.model = calls.settings.embedding_model
         self.dim = calls.settings.embedding_dim
+        self.pages_in_flight = calls.settings.embed_batch_pages * calls.settings.embed_concurrency
         self._config = types.EmbedContentConfig(output_dimensionality=self.dim)
 
     async def _embed(self, what: str, contents: list[types.Content]) -> np.ndarray:

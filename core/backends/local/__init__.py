@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from PIL import Image
 
 from ...config import Settings
 from ...ports import TextSink
@@ -13,7 +14,7 @@ from ...records import Draft, QueryImage, ReaderPage, Word
 from ..base import Backend, read_with
 from .context import HeuristicResolver
 from .embedder import LocalEmbedder
-from .ocr import Ocr
+from .ocr import Ocr, return_large_buffers_when_freed
 from .reader import ExtractiveReader
 
 
@@ -31,14 +32,16 @@ class LocalBackend(Backend):
             HeuristicResolver(settings.history_exchanges, settings.history_chars),
         )
         self.settings = settings
+        return_large_buffers_when_freed()
         self.ocr = Ocr()
 
-    def page_words(self, jpeg: bytes, words: tuple[Word, ...], needs_ocr: bool, dpi: float) -> tuple[Word, ...]:
-        if not needs_ocr:
-            return words
+    @property
+    def ocr_dpi(self) -> int:  # type: ignore[override]
+        return self.settings.ocr_dpi
+
+    def page_words(self, pixels: Image.Image, words: tuple[Word, ...]) -> tuple[Word, ...]:
         first_line = 1 + max((w.line for w in words), default=0)
-        extra = self.ocr.page_words(jpeg, dpi, self.settings.ocr_dpi, words, first_line)
-        return words + tuple(extra)
+        return words + tuple(self.ocr.page_words(pixels, words, first_line))
 
     def query_text(self, question: str, images: Sequence[QueryImage]) -> str:
         if not images:

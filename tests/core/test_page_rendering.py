@@ -1,0 +1,48 @@
+"""Pages drawn in worker processes are the pages drawn in this process, in page order."""
+from __future__ import annotations
+
+import pymupdf
+
+from core.config import Settings
+from core.documents import Source, open_pdf
+from core.page_rendering import PageRenderer, WorkerPages
+
+
+def _pdf(pages: int) -> bytes:
+    doc = pymupdf.open()
+    for n in range(pages):
+        page = doc.new_page(width=300, height=400)
+        page.insert_text((40, 60 + 10 * (n % 20)), f"Page {n + 1}: pump P{n} delivers {n * 3} l/min")
+        page.draw_rect(pymupdf.Rect(40, 300, 80 + n, 340), color=(0, 0, 1))
+    return doc.tobytes()
+
+
+async def test_worker_processes_draw_the_same_pages_in_order_as_this_process():
+    source = Source(_pdf(21), "pumps.pdf", "pumps.pdf")
+    settings = Settings()
+    drawn = {}
+    for workers in (1, 2):
+        renderer = PageRenderer(settings.with_(index_workers=workers))
+        pdf = open_pdf(source, settings)
+        pages = renderer.for_document(pdf, source, "doc1", step_size=8)
+        assert isinstance(pages, WorkerPages) == (workers == 2)
+        try:
+            drawn[workers] = [p for step in (range(0, 8), range(8, 16), range(16, 21)) for p in await pages.render(step)]
+        finally:
+            pages.close()
+            renderer.close()
+            pdf.close()
+    assert [p.page.page for p in drawn[2]] == list(range(1, 22))
+    assert drawn[2] == drawn[1]  # records, words, hashes and JPEG bytes alike
+
+
+async def test_a_document_of_one_step_is_drawn_in_this_process():
+    source = Source(_pdf(8), "short.pdf", "short.pdf")
+    settings = Settings(index_workers=4)
+    renderer = PageRenderer(settings)
+    pdf = open_pdf(source, settings)
+    try:
+        assert not isinstance(renderer.for_document(pdf, source, "doc1", step_size=8), WorkerPages)
+        assert renderer._pool is None  # no processes started for it
+    finally:
+        pdf.close()
