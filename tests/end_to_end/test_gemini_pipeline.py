@@ -107,6 +107,8 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         settings = gemini_settings(fake, tmp_path)
         await Service(settings).index([str(brochure)])
         active = IndexStore(settings.index_dir).active_name()
+        question = Turn("technical specifications: rated power, supply voltage")
+        hits_before = (await Service(settings).answer(question, retrieve_only=True)).hits
         big = text_pdf(tmp_path / "big.pdf", [f"Page {i} of a long manual." for i in range(40)])
         env = {**os.environ, "GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url,
                "PIXELRAG_EMBEDDING_DIM": "128", "PIXELRAG_EMBED_CONCURRENCY": "1", "PYTHONPATH": str(ROOT)}
@@ -126,8 +128,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         assert store.active_name() == active
         service = Service(settings)
         assert [d.file_name for d in await service.documents("shared")] == ["hf300-brochure.pdf"]
-        answer = await service.answer(Turn("technical specifications: rated power, supply voltage"), retrieve_only=True)
-        assert answer.hits[0].page == 2
+        assert (await service.answer(question, retrieve_only=True)).hits == hits_before
         fake.latency = 0
         report = await service.index([str(big)])  # the next build completes and cleans up the debris
         assert report.pages_total == 44
