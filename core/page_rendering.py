@@ -13,6 +13,8 @@ import asyncio
 import multiprocessing
 import os
 import tempfile
+import threading
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -43,7 +45,8 @@ class PageRenderer:
             return DocumentPages(pdf, doc_id, self.settings)
         if self._pool is None:
             # spawn, not fork: this process has threads (the event loop's workers, the models' own)
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            spawn = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_exit_with, initargs=(os.getpid(),))
         return WorkerPages(pdf, doc_id, self.settings, self._pool, workers, source.data)
 
     def close(self) -> None:
@@ -104,6 +107,24 @@ def _render_all(pdf, indexes: range, doc_id: str, settings: Settings) -> list[Re
             out.append(Unrenderable(i, str(exc)))
             break
     return out
+
+
+def _exit_with(parent: int) -> None:
+    """In a worker process: exit when the indexing process is gone. A process killed outright (SIGKILL, the
+    OOM killer) cannot shut its pool down, and the workers, blocked on a queue they hold both ends of, would
+    otherwise live on; the copy of the PDF they read goes with them."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        for path in _opened:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 _opened: dict[str, object] = {}  # in a worker process: the PDF it read last, kept open for its next share

@@ -46,3 +46,53 @@ async def test_a_document_of_one_step_is_drawn_in_this_process():
         assert renderer._pool is None  # no processes started for it
     finally:
         pdf.close()
+
+
+ORPHAN_SCRIPT = """
+import asyncio, sys, time
+from core.config import Settings
+from core.documents import Source, open_pdf
+from core.page_rendering import PageRenderer
+from tests.core.test_page_rendering import _pdf
+
+async def main():
+    source = Source(_pdf(12), "pumps.pdf", "pumps.pdf")
+    renderer = PageRenderer(Settings(index_workers=2))
+    pages = renderer.for_document(open_pdf(source, Settings()), source, "doc1", step_size=4)
+    await pages.render(range(0, 4))
+    print(pages.path, *renderer._pool._processes, flush=True)
+    time.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # an exited child nobody reaped yet is gone
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_and_their_pdf_copy_go_when_the_indexing_process_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        path, *workers = proc.stdout.readline().split()
+        assert len(workers) == 2 and all(_running(int(pid)) for pid in workers) and os.path.exists(path)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # no shutdown, no finally: as the OOM killer does it
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(int(pid)) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in workers if _running(int(pid))]
+    assert not os.path.exists(path)
