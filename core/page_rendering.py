@@ -2,9 +2,10 @@
 
 Drawing a page, hashing its pixels, encoding its JPEG and reading its text layer (documents.render_page) is
 the work every backend does for every page, and PyMuPDF holds the interpreter while it draws, so threads do
-not share it out. With PIXELRAG_INDEX_WORKERS above 1, a document of more than one step is drawn by that
-many spawned processes, each reading its own copy of the PDF from a temporary file; a step's pages are split
-among them and come back in page order, and the next step is being drawn while this one is embedded.
+not share it out. With PIXELRAG_INDEX_WORKERS above 1, a long document is drawn by that many spawned
+processes (kept for any later document of more than one step), each reading its own copy of the PDF from a
+temporary file; a step's pages are split among them and come back in page order, and the next step is being
+drawn while this one is embedded.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import os
 import tempfile
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
 from .config import Settings
 from .documents import RenderedPage, Source, render_page
+
+# Each worker spends most of a second of CPU importing its modules; below about this many pages the workers
+# do not earn that back (eval/bench_indexing.py, Gemini backend).
+WORTH_STARTING = 100  # pages
 
 
 @dataclass(frozen=True)
@@ -37,17 +42,20 @@ class PageRenderer:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._pool: Executor | None = None
+        self._started: list[Future] = []
 
     def for_document(self, pdf, source: Source, doc_id: str, step_size: int) -> DocumentPages:
         """The pages of `pdf` (opened from `source`), to be drawn `step_size` at a time."""
         workers = self.settings.index_workers
-        if workers < 2 or pdf.page_count <= step_size:
+        if workers < 2 or pdf.page_count <= step_size or (self._pool is None and pdf.page_count < WORTH_STARTING):
             return DocumentPages(pdf, doc_id, self.settings)
         if self._pool is None:
             # spawn, not fork: this process has threads (the event loop's workers, the models' own)
             spawn = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_exit_with, initargs=(os.getpid(),))
-        return WorkerPages(pdf, doc_id, self.settings, self._pool, workers, source.data)
+            # one task per worker starts them all now; they take a while to import their modules
+            self._started = [self._pool.submit(_started) for _ in range(workers)]
+        return WorkerPages(pdf, doc_id, self.settings, self._pool, workers, source.data, self._started)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -72,14 +80,18 @@ class DocumentPages:
 class WorkerPages(DocumentPages):
     """A document's pages drawn by worker processes from a temporary copy of the PDF."""
 
-    def __init__(self, pdf, doc_id: str, settings: Settings, pool: Executor, workers: int, data: bytes):
+    def __init__(
+        self, pdf, doc_id: str, settings: Settings, pool: Executor, workers: int, data: bytes, started: list[Future]
+    ):
         super().__init__(pdf, doc_id, settings)
-        self.pool, self.workers = pool, workers
+        self.pool, self.workers, self.started = pool, workers, started
         handle, self.path = tempfile.mkstemp(suffix=".pdf", prefix="pixelrag-render-")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
 
     async def render(self, indexes: range) -> list[RenderedPage | Unrenderable]:
+        if not all(worker.done() for worker in self.started):  # not ready yet: this step is drawn here meanwhile
+            return await super().render(indexes)
         size = -(-len(indexes) // self.workers)
         shares = [indexes[k : k + size] for k in range(0, len(indexes), size)]
         loop = asyncio.get_running_loop()
@@ -107,6 +119,10 @@ def _render_all(pdf, indexes: range, doc_id: str, settings: Settings) -> list[Re
             out.append(Unrenderable(i, str(exc)))
             break
     return out
+
+
+def _started() -> None:
+    """In a worker process: nothing; its return says the worker is up."""
 
 
 def _exit_with(parent: int) -> None:

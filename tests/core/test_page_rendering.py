@@ -1,11 +1,13 @@
 """Pages drawn in worker processes are the pages drawn in this process, in page order."""
 from __future__ import annotations
 
+from concurrent.futures import wait
+
 import pymupdf
 
 from core.config import Settings
 from core.documents import Source, open_pdf
-from core.page_rendering import PageRenderer, WorkerPages
+from core.page_rendering import WORTH_STARTING, PageRenderer, WorkerPages
 
 
 def _pdf(pages: int) -> bytes:
@@ -18,7 +20,8 @@ def _pdf(pages: int) -> bytes:
 
 
 async def test_worker_processes_draw_the_same_pages_in_order_as_this_process():
-    source = Source(_pdf(21), "pumps.pdf", "pumps.pdf")
+    total = WORTH_STARTING + 5
+    source = Source(_pdf(total), "pumps.pdf", "pumps.pdf")
     settings = Settings()
     drawn = {}
     for workers in (1, 2):
@@ -26,39 +29,53 @@ async def test_worker_processes_draw_the_same_pages_in_order_as_this_process():
         pdf = open_pdf(source, settings)
         pages = renderer.for_document(pdf, source, "doc1", step_size=8)
         assert isinstance(pages, WorkerPages) == (workers == 2)
+        wait(renderer._started)  # until they are up, steps are drawn in this process
         try:
-            drawn[workers] = [p for step in (range(0, 8), range(8, 16), range(16, 21)) for p in await pages.render(step)]
+            drawn[workers] = [p for start in range(0, total, 8) for p in await pages.render(range(start, min(total, start + 8)))]
         finally:
             pages.close()
             renderer.close()
             pdf.close()
-    assert [p.page.page for p in drawn[2]] == list(range(1, 22))
+    assert [p.page.page for p in drawn[2]] == list(range(1, total + 1))
     assert drawn[2] == drawn[1]  # records, words, hashes and JPEG bytes alike
 
 
-async def test_a_document_of_one_step_is_drawn_in_this_process():
-    source = Source(_pdf(8), "short.pdf", "short.pdf")
-    settings = Settings(index_workers=4)
+async def test_short_documents_start_no_workers_but_use_those_a_long_one_started():
+    settings = Settings(index_workers=2)
     renderer = PageRenderer(settings)
-    pdf = open_pdf(source, settings)
+    opened = {pages: (Source(_pdf(pages), f"{pages}.pdf", f"{pages}.pdf")) for pages in (8, 20, WORTH_STARTING)}
+    pdfs = {pages: open_pdf(source, settings) for pages, source in opened.items()}
+
+    def drawn_by_workers(pages: int) -> bool:
+        drawn = renderer.for_document(pdfs[pages], opened[pages], f"doc{pages}", step_size=8)
+        drawn.close()
+        return isinstance(drawn, WorkerPages)
+
     try:
-        assert not isinstance(renderer.for_document(pdf, source, "doc1", step_size=8), WorkerPages)
-        assert renderer._pool is None  # no processes started for it
+        assert not drawn_by_workers(20)
+        assert renderer._pool is None  # not worth starting processes for it
+        assert drawn_by_workers(WORTH_STARTING)
+        assert drawn_by_workers(20)  # the processes are there now
+        assert not drawn_by_workers(8)  # one step: nothing to draw ahead
     finally:
-        pdf.close()
+        for pdf in pdfs.values():
+            pdf.close()
+        renderer.close()
 
 
 ORPHAN_SCRIPT = """
 import asyncio, sys, time
+from concurrent.futures import wait
 from core.config import Settings
 from core.documents import Source, open_pdf
-from core.page_rendering import PageRenderer
+from core.page_rendering import WORTH_STARTING, PageRenderer
 from tests.core.test_page_rendering import _pdf
 
 async def main():
-    source = Source(_pdf(12), "pumps.pdf", "pumps.pdf")
+    source = Source(_pdf(WORTH_STARTING), "pumps.pdf", "pumps.pdf")
     renderer = PageRenderer(Settings(index_workers=2))
     pages = renderer.for_document(open_pdf(source, Settings()), source, "doc1", step_size=4)
+    wait(renderer._started)
     await pages.render(range(0, 4))
     print(pages.path, *renderer._pool._processes, flush=True)
     time.sleep(600)
