@@ -312,3 +312,14 @@ async def test_a_quoted_heading_brings_its_list_of_items(reader):
     draft = await reader.read("Which related products are there for the board?", drawn_page(items), ())
     assert "Braccio Robot Arm" in draft.citations[0].quote and "Sensor Shield" in draft.citations[0].quote
     assert "Ratings" not in draft.citations[0].quote
+
+
+async def test_a_drawings_label_soup_leads_only_when_asked_for_one_of_its_codes(reader):
+    # A pinout drawing's labels read in a row repeat the board's name and "Motor Driver": they answer nothing
+    # about the drivers, but they are the answer when the question names one of their codes.
+    items = [(60, 100, "Stepper drivers: TMC2209 in UART mode", 10),
+             (60, 300, "ZENTRO MINI Z3 V2.0 PIN XM YM ZAM ZBM EM Motor Driver MINI-SD 2B1B1A2A EN STEP DIR PA4", 9)]
+    drivers = await reader.read("Which stepper motor drivers does the Zentro Mini Z3 V2.0 have?", drawn_page(items), ())
+    assert "TMC2209" in drivers.citations[0].quote
+    step = await reader.read("Which pin is the Zentro Mini Z3 V2.0's STEP signal on?", drawn_page(items), ())
+    assert "PA4" in step.citations[0].quote

@@ -11,9 +11,11 @@ question names ("supply voltage") is found under its name in the page's own lang
 datasheet's French safety notes) answer nothing. The kind of answer asked for (question_kind.py) weighs in:
 a number for "how much", and more so the form asked for (a current for "how much current", a count of the
 outputs for "how many outputs", a key combination for "which shortcut"). Earlier pages and shorter passages
-are likelier answers. The local dense model, when given, rereads a shortlist and blends in. Up to three
-passages are quoted, each widened to its sentence (sentences.py): further ones only when not far behind the
-first, and none twice.
+are likelier answers. The local dense model, when given, rereads a shortlist and blends in. A drawing's
+labels read in a row ("XM YM ZAM ZBM EM Motor Driver 2B1B1A2A EN STEP DIR PA4") repeat the names a question
+holds, so both signals like them; they come after the plain passages unless the question names one of
+the labels. Up to three passages are quoted, each widened to its sentence (sentences.py): further ones only
+when not far behind the first, and none twice.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ TRANSLATED = 0.3  # of a question word's weight: its field's name in the page's 
 QUANTITY_VALUE, NO_QUANTITY = 1.6, 0.7  # for a question that asks how much: a passage with a number, without
 MEASURE_VALUE = 1.3  # more for the form asked for: a value of the measure named ("how much current": "410mA", not
 # "20 MHz"), a count of the things named, a key combination for a shortcut
+SOUP, SOUP_CODES, SOUP_SHARE = 0.5, 6, 0.7  # a drawing's labels read in a row (at least SOUP_CODES words, and
+# SOUP_SHARE of its words, are codes) are worth this share of a plain passage, unless the question names a label
 SHORTLIST = 24  # passages the dense model rereads, each of their lines once
 DENSE_SHARE = 0.3  # of the blended passage score; lexical coverage stays the main signal
 
@@ -82,6 +86,7 @@ class Matching:
     stems: list[set[str]]  # of each candidate, by its index
     framed: list[set[str]]  # of each candidate's frame
     fields: list[list[tuple[set[str], set[str]]]]  # by page rank: (a field's name there, the question's terms for it)
+    codes: set[str]  # the terms of the codes the question names ("E0", "STEP"), not of a product's name
 
 
 async def score_passages(
@@ -99,7 +104,19 @@ async def score_passages(
     scores = {i: v for i, v in scores.items() if v > 0}
     if similarity is not None and scores:
         scores = await dense_rerank(similarity, question, candidates, scores)
-    return scores
+    soups = {i for i in scores if label_soup(candidates[i])}
+    if any(matching.codes & matching.stems[i] for i in soups):
+        return scores  # the question asks about a drawing's labels ("which pin is STEP"): any of them may answer
+    return after_the_plain_passages(scores, soups)
+
+
+def after_the_plain_passages(scores: dict[int, float], soups: set[int]) -> dict[int, float]:
+    """A drawing's label soup never leads while a plain passage matches: it scores at most SOUP of the best
+    of them. The labels repeat the question's names, which both the coverage and the dense model count."""
+    best_plain = max((v for i, v in scores.items() if i not in soups), default=None)
+    if best_plain is None:
+        return scores
+    return {i: SOUP * min(v, best_plain) if i in soups else v for i, v in scores.items()}
 
 
 def match_terms(question: str, query: set[str], candidates: list[Passage], pages: Sequence[ReaderPage]) -> Matching:
@@ -107,9 +124,24 @@ def match_terms(question: str, query: set[str], candidates: list[Passage], pages
     stems = [inflected(search_terms(p.text), query) for p in candidates]
     weight = term_weights(question, query, pages, stems)
     total = sum(weight.values()) or 1.0
+    codes = asked_codes(question, title_terms(pages))
     return Matching(
-        query, weight, total, stems, frame_terms(candidates, query), translated_fields(question, query, pages)
+        query, weight, total, stems, frame_terms(candidates, query), translated_fields(question, query, pages), codes
     )
+
+
+def asked_codes(question: str, titles: set[str]) -> set[str]:
+    """The terms of the codes `question` asks about ("E0", "STEP"), not those of a product's name ("SKR Mini E3
+    V2.0": a name of three words or more, or one in the documents' titles)."""
+    words = question.split()
+    in_names = {i for a, b in name_runs(question) if b - a >= 3 for i in range(a, b)}
+    parts = [part for i, w in enumerate(words) if i not in in_names for part in re.split(r"[-/]", w.strip("?!.,:;()"))]
+    codes = [search_terms(part) for part in parts if is_code(part)]  # "USB" of "USB-Datenleitungen" too
+    return {t for terms in codes if not terms & titles for t in terms}
+
+
+def title_terms(pages: Sequence[ReaderPage]) -> set[str]:
+    return {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
 
 
 def frame_terms(candidates: list[Passage], query: set[str]) -> list[set[str]]:
@@ -127,7 +159,7 @@ def term_weights(
     titles, and shared among the terms of one concept."""
     weight = {t: math.log(1 + len(stems) / (1 + sum(t in s for s in stems))) for t in query}
     # Words of the documents' titles pick the document, not the passage within it.
-    in_titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
+    in_titles = title_terms(pages)
     weight = {t: w * (0.3 if t in in_titles else 1.0) for t, w in weight.items()}
     # A concept counts once, as much as its rarest term: the terms of a name share that weight.
     for group in concepts(question, query):
@@ -200,6 +232,18 @@ def lexical_score(m: Matching, asked: Asked, p: Passage, i: int) -> float:
     news = 1.0 if m.stems[i] - m.query else NO_NEWS  # a line that only repeats the question tells nothing
     value = answer_value(asked, p)
     return coverage(m, i, p.rank) * value * bare * brevity * news / prior  # earlier pages likelier hold the answer
+
+
+def is_code(text: str) -> bool:
+    """A label's shape on a drawing: capitals and digits, no lowercase letter ("ZAM", "PA4", "2B1B1A2A")."""
+    return any(c.isupper() or c.isdigit() for c in text) and not any(c.islower() for c in text) and not is_number(text)
+
+
+def label_soup(p: Passage) -> bool:
+    """Whether a passage is a drawing's labels read in a row ("XM YM ZAM ZBM EM Motor Driver 2B1B1A2A EN STEP
+    DIR PA4"): mostly codes."""
+    codes = sum(is_code(w.text) for w in p.words)
+    return codes >= SOUP_CODES and codes >= SOUP_SHARE * len(p.words)
 
 
 def answer_value(asked: Asked, p: Passage) -> float:
