@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from .config import Settings
@@ -55,7 +56,7 @@ class PageRenderer:
             self._pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_exit_with, initargs=(os.getpid(),))
             # one task per worker starts them all now; they take a while to import their modules
             self._started = [self._pool.submit(_started) for _ in range(workers)]
-        return WorkerPages(pdf, doc_id, self.settings, self._pool, workers, source.data, self._started)
+        return WorkerPages(pdf, doc_id, self.settings, self, workers, source.data)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -80,11 +81,9 @@ class DocumentPages:
 class WorkerPages(DocumentPages):
     """A document's pages drawn by worker processes from a temporary copy of the PDF."""
 
-    def __init__(
-        self, pdf, doc_id: str, settings: Settings, pool: Executor, workers: int, data: bytes, started: list[Future]
-    ):
+    def __init__(self, pdf, doc_id: str, settings: Settings, renderer: PageRenderer, workers: int, data: bytes):
         super().__init__(pdf, doc_id, settings)
-        self.pool, self.workers, self.started = pool, workers, started
+        self.renderer, self.pool, self.workers, self.started = renderer, renderer._pool, workers, renderer._started
         handle, self.path = tempfile.mkstemp(suffix=".pdf", prefix="pixelrag-render-")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -95,12 +94,17 @@ class WorkerPages(DocumentPages):
         size = -(-len(indexes) // self.workers)
         shares = [indexes[k : k + size] for k in range(0, len(indexes), size)]
         loop = asyncio.get_running_loop()
-        done = await asyncio.gather(
-            *(
-                loop.run_in_executor(self.pool, _render_file, self.path, share, self.doc_id, self.settings)
-                for share in shares
+        try:
+            done = await asyncio.gather(
+                *(
+                    loop.run_in_executor(self.pool, _render_file, self.path, share, self.doc_id, self.settings)
+                    for share in shares
+                )
             )
-        )
+        except BrokenProcessPool:  # a worker died (PyMuPDF crashed on a page, or it was killed)
+            self.renderer.close()  # the next document starts new workers
+            reason = f"a render process stopped while drawing pages {indexes.start + 1}-{indexes.stop}"
+            return [Unrenderable(indexes.start, reason)]
         return [page for share in done for page in share]
 
     def close(self) -> None:

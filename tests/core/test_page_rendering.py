@@ -113,3 +113,29 @@ def test_workers_and_their_pdf_copy_go_when_the_indexing_process_is_killed(tmp_p
         time.sleep(0.2)
     assert not [pid for pid in workers if _running(int(pid))]
     assert not os.path.exists(path)
+
+
+async def test_a_worker_that_dies_fails_its_document_only():
+    import os
+    import signal
+
+    settings = Settings(index_workers=2)
+    source = Source(_pdf(WORTH_STARTING), "pumps.pdf", "pumps.pdf")
+    renderer = PageRenderer(settings)
+    pdf = open_pdf(source, settings)
+    try:
+        pages = renderer.for_document(pdf, source, "doc1", step_size=8)
+        wait(renderer._started)
+        os.kill(next(iter(renderer._pool._processes)), signal.SIGKILL)  # as PyMuPDF crashing on a page would
+        drawn = await pages.render(range(8, 16))
+        pages.close()
+        assert [(p.index, p.reason) for p in drawn] == [(8, "a render process stopped while drawing pages 9-16")]
+        again = renderer.for_document(pdf, source, "doc1", step_size=8)  # new workers for the next try
+        wait(renderer._started)
+        try:
+            assert [p.page.page for p in await again.render(range(8, 16))] == list(range(9, 17))
+        finally:
+            again.close()
+    finally:
+        renderer.close()
+        pdf.close()
