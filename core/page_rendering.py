@@ -56,7 +56,7 @@ class PageRenderer:
             self._pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_exit_with, initargs=(os.getpid(),))
             # one task per worker starts them all now; they take a while to import their modules
             self._started = [self._pool.submit(_started) for _ in range(workers)]
-        return WorkerPages(pdf, doc_id, self.settings, self, workers, source.data)
+        return WorkerPages(pdf, doc_id, self, source.data)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -81,23 +81,24 @@ class DocumentPages:
 class WorkerPages(DocumentPages):
     """A document's pages drawn by worker processes from a temporary copy of the PDF."""
 
-    def __init__(self, pdf, doc_id: str, settings: Settings, renderer: PageRenderer, workers: int, data: bytes):
-        super().__init__(pdf, doc_id, settings)
-        self.renderer, self.pool, self.workers, self.started = renderer, renderer._pool, workers, renderer._started
+    def __init__(self, pdf, doc_id: str, renderer: PageRenderer, data: bytes):
+        super().__init__(pdf, doc_id, renderer.settings)
+        self.renderer = renderer
         handle, self.path = tempfile.mkstemp(suffix=".pdf", prefix="pixelrag-render-")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
 
     async def render(self, indexes: range) -> list[RenderedPage | Unrenderable]:
-        if not all(worker.done() for worker in self.started):  # not ready yet: this step is drawn here meanwhile
-            return await super().render(indexes)
-        size = -(-len(indexes) // self.workers)
+        pool = self.renderer._pool
+        if pool is None or not all(worker.done() for worker in self.renderer._started):
+            return await super().render(indexes)  # workers starting (or gone): this step is drawn here
+        size = -(-len(indexes) // self.settings.index_workers)
         shares = [indexes[k : k + size] for k in range(0, len(indexes), size)]
         loop = asyncio.get_running_loop()
         try:
             done = await asyncio.gather(
                 *(
-                    loop.run_in_executor(self.pool, _render_file, self.path, share, self.doc_id, self.settings)
+                    loop.run_in_executor(pool, _render_file, self.path, share, self.doc_id, self.settings)
                     for share in shares
                 )
             )

@@ -31,8 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from core.page_rendering import WORTH_STARTING  # noqa: E402
-
 CORPORA = Path(os.environ.get("PIXELRAG_CORPORA", ROOT.parent / "shared" / "corpora"))
 GERMAN = CORPORA / "techdocs" / "rc-light-controller-anleitung-de.pdf"
 
@@ -137,6 +135,8 @@ def main() -> None:
     if args.serve_fake is not None:
         serve_fake(args.serve_fake)
         return
+    from core import page_rendering
+
     pdfs = pdfs_of(args.pdf)
     cores = os.cpu_count() or 1
     out: dict = {"pdfs": [p.name for p in pdfs], "latency_s": args.latency, "cores": cores}
@@ -150,7 +150,7 @@ def main() -> None:
 
                 asyncio.run(gemini_rate([build(Path(tmp) / "warm-up.pdf")], url))
             out["gemini_pipeline_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=cores))
-            out["workers_from_pages"] = WORTH_STARTING
+            out["workers_from_pages"] = page_rendering.WORTH_STARTING
             out["gemini_pipeline_in_process_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=1))
             out["gemini_sequential_pages_s"] = asyncio.run(
                 gemini_rate(pdfs, url, embed_batch_pages=1, embed_concurrency=1, index_workers=1)

@@ -32,12 +32,9 @@ class LocalBackend(Backend):
             HeuristicResolver(settings.history_exchanges, settings.history_chars),
         )
         self.settings = settings
+        self.ocr_dpi = settings.ocr_dpi
         return_large_buffers_when_freed()
         self.ocr = Ocr()
-
-    @property
-    def ocr_dpi(self) -> int:  # type: ignore[override]
-        return self.settings.ocr_dpi
 
     def page_words(self, pixels: Image.Image, words: tuple[Word, ...]) -> tuple[Word, ...]:
         first_line = 1 + max((w.line for w in words), default=0)

@@ -74,7 +74,7 @@ class Ocr:
             # rapidocr cannot pass session options. By default onnxruntime's idle threads spin between
             # calls, taking the core that the page embedding runs on while pages are being indexed.
             detector.session.session, recognizer.session.session = _session(det), _session(rec)
-            self._det_limit = (detector.limit_type, detector.limit_side_len)
+            self._detector, self._det_limit = detector, (detector.limit_type, detector.limit_side_len)
             self._engine = engine
         return self._engine
 
@@ -88,8 +88,8 @@ class Ocr:
         with self._lock:
             engine = self._get()
             # rapidocr (pinned) builds the detector's resizing from these two fields on every call.
-            detector = engine._load_det_model()
-            detector.limit_type, detector.limit_side_len = ("max", 4000) if native_scale else self._det_limit
+            limit = ("max", 4000) if native_scale else self._det_limit
+            self._detector.limit_type, self._detector.limit_side_len = limit
             result = engine(rgb)
         if result is None or result.boxes is None:
             return []
@@ -205,12 +205,8 @@ def _merge_overlapping(boxes: list[Box]) -> list[Box]:
         while overlapping := [o for o in out if box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3]]:
             for o in overlapping:
                 out.remove(o)
-            box = (
-                min(b[0] for b in (box, *overlapping)),
-                min(b[1] for b in (box, *overlapping)),
-                max(b[2] for b in (box, *overlapping)),
-                max(b[3] for b in (box, *overlapping)),
-            )
+            x0s, y0s, x1s, y1s = zip(box, *overlapping)
+            box = (min(x0s), min(y0s), max(x1s), max(y1s))
         out.append(box)
     return out
 

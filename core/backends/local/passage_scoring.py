@@ -30,7 +30,7 @@ import numpy as np
 
 from ...language.field_names import field_names_in, language_of, name_in
 from ...language.fold import fold
-from ...language.names import name_runs
+from ...language.names import bare, name_runs
 from ...language.question_kind import asked_measure, asked_shortcut, asks_procedure, asks_quantity, counted
 from ...language.tokens import content_tokens, search_terms, stem
 from ...records import ReaderPage
@@ -122,9 +122,10 @@ def after_the_plain_passages(scores: dict[int, float], soups: set[int]) -> dict[
 def match_terms(question: str, query: set[str], candidates: list[Passage], pages: Sequence[ReaderPage]) -> Matching:
     """The terms of the query, of each candidate and of its frame, with the query terms' weights."""
     stems = [inflected(search_terms(p.text), query) for p in candidates]
-    weight = term_weights(question, query, pages, stems)
+    titles = {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
+    weight = term_weights(question, query, titles, stems)
     total = sum(weight.values()) or 1.0
-    codes = asked_codes(question, title_terms(pages))
+    codes = asked_codes(question, titles)
     return Matching(
         query, weight, total, stems, frame_terms(candidates, query), translated_fields(question, query, pages), codes
     )
@@ -135,13 +136,9 @@ def asked_codes(question: str, titles: set[str]) -> set[str]:
     V2.0": a name of three words or more, or one in the documents' titles)."""
     words = question.split()
     in_names = {i for a, b in name_runs(question) if b - a >= 3 for i in range(a, b)}
-    parts = [part for i, w in enumerate(words) if i not in in_names for part in re.split(r"[-/]", w.strip("?!.,:;()"))]
+    parts = [part for i, w in enumerate(words) if i not in in_names for part in re.split(r"[-/]", bare(w))]
     codes = [search_terms(part) for part in parts if is_code(part)]  # "USB" of "USB-Datenleitungen" too
     return {t for terms in codes if not terms & titles for t in terms}
-
-
-def title_terms(pages: Sequence[ReaderPage]) -> set[str]:
-    return {stem(t) for rp in pages for t in content_tokens(rp.hit.title)}
 
 
 def frame_terms(candidates: list[Passage], query: set[str]) -> list[set[str]]:
@@ -152,15 +149,12 @@ def frame_terms(candidates: list[Passage], query: set[str]) -> list[set[str]]:
     return [of_frame[p.frame] for p in candidates]
 
 
-def term_weights(
-    question: str, query: set[str], pages: Sequence[ReaderPage], stems: list[set[str]]
-) -> dict[str, float]:
+def term_weights(question: str, query: set[str], titles: set[str], stems: list[set[str]]) -> dict[str, float]:
     """Each query term's weight: its rarity among the candidates' `stems`, less for a word of the documents'
     titles, and shared among the terms of one concept."""
     weight = {t: math.log(1 + len(stems) / (1 + sum(t in s for s in stems))) for t in query}
     # Words of the documents' titles pick the document, not the passage within it.
-    in_titles = title_terms(pages)
-    weight = {t: w * (0.3 if t in in_titles else 1.0) for t, w in weight.items()}
+    weight = {t: w * (0.3 if t in titles else 1.0) for t, w in weight.items()}
     # A concept counts once, as much as its rarest term: the terms of a name share that weight.
     for group in concepts(question, query):
         share = max(weight[t] for t in group) / (sum(weight[t] for t in group) or 1.0)
