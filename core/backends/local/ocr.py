@@ -172,7 +172,9 @@ def ink_regions(rgb: np.ndarray) -> list[Box]:
     height, width = rgb.shape[:2]
     rows, cols = -(-height // CELL), -(-width // CELL)
     ink = np.zeros((rows * CELL, cols * CELL), dtype=np.uint16)
-    ink[:height, :width] = rgb.min(axis=2) < INK_LEVEL
+    # Channel by channel: numpy's min over a last axis of three is an order of magnitude slower.
+    darkest = np.minimum(np.minimum(rgb[..., 0], rgb[..., 1]), rgb[..., 2])
+    ink[:height, :width] = darkest < INK_LEVEL
     cells = ink.reshape(rows, CELL, cols, CELL).sum(axis=(1, 3)) >= MIN_CELL_INK
     grown = cells.copy()  # each inked cell reaches its eight neighbours, bridging one-cell gaps
     grown[1:] |= cells[:-1]
