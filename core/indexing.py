@@ -38,6 +38,9 @@ from .scopes import own_scopes, visible_scopes
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[Progress], None]
+# A step's embedding waits on remote calls while the next step is drawn; with only one step embedded at a
+# time the drawing stalled whenever a step's calls ran late (eval/bench_indexing.py, Gemini backend).
+STEPS_EMBEDDED_AT_ONCE = 2
 PAGES_PER_STEP = 8  # pages rendered, read and embedded together; bounds memory on long PDFs
 PACE_AFTER_S = 1.0  # a pace over less time than this is noise (or reused pages, which take none)
 
@@ -321,7 +324,7 @@ class Indexer:
         warnings: list[str],
     ) -> tuple[_Pending, int, int]:
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
-        embedding: asyncio.Task | None = None
+        embeddings: list[asyncio.Task] = []  # steps being embedded, oldest first
         drawing: asyncio.Future | None = None
         drawn: DocumentPages | None = None
         try:
@@ -380,16 +383,17 @@ class Indexer:
                     vectors.append(reused)
                     if reused is None:
                         fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
-                if embedding is not None:
-                    await embedding
+                while len(embeddings) >= STEPS_EMBEDDED_AT_ONCE:
+                    await embeddings.pop(0)
                 report(len(step) - len(fresh))  # reused pages are done already
                 embedded += len(fresh)
-                embedding = asyncio.create_task(embed(fresh)) if fresh else None
+                if fresh:
+                    embeddings.append(asyncio.create_task(embed(fresh)))
             if len(blank) == total:
                 damage = " is damaged (PyMuPDF had to repair it) and" if pdf.is_repaired else ""
                 raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
-            if embedding is not None:
-                await embedding
+            for task in embeddings:
+                await task
             if reduced:
                 lowest = min(dpi for _, dpi in reduced)
                 warnings.append(
@@ -409,8 +413,9 @@ class Indexer:
                 raise IndexProblem(f"{source.name}: {len(vectors) - len(done)} pages were not embedded.")
             return _Pending(document, pages, done), embedded, total - embedded
         finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()
+            for task in embeddings:
+                task.cancel()
+            await asyncio.gather(*embeddings, return_exceptions=True)  # every failure retrieved, none logged as lost
             if drawing is not None:  # let the step being drawn finish: its thread reads the PDF closed below
                 await asyncio.gather(drawing, return_exceptions=True)
             if drawn is not None:

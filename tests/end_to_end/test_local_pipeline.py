@@ -221,6 +221,30 @@ async def test_a_damaged_page_image_costs_its_citation_its_images_not_the_answer
     assert len(damaged) == sum(c.page == 2 for c in answer.citations) and all("p. 2" in n for n in damaged), answer.notes
 
 
+async def test_a_step_is_embedded_while_the_one_before_still_is(service, tmp_path, monkeypatch):
+    # A step's embedding waits on remote calls; the next step must not wait for it to finish, or the drawing
+    # stalls behind every slow call. The first step's embedding holds until the second one has begun.
+    import asyncio
+
+    embedder = service.backend.embedder
+    real, second_began, calls = embedder.embed_pages, asyncio.Event(), []
+
+    async def held(pages, done):
+        calls.append(len(pages))
+        if len(calls) == 1:
+            await asyncio.wait_for(second_began.wait(), timeout=30)  # one step at a time would time out here
+        else:
+            second_began.set()
+        return await real(pages, done)
+
+    monkeypatch.setattr(embedder, "embed_pages", held)
+    pdf = text_pdf(tmp_path / "long.pdf", [f"Section {n}: the X{n} valve opens at {n} bar." for n in range(1, 21)])
+    report = await service.index([str(pdf)])
+    assert len(calls) >= 3 and sum(calls) == 20 and report.pages_embedded == 20
+    answer = await service.answer(Turn("At what pressure does the X17 valve open?"), retrieve_only=True)
+    assert answer.hits[0].title == "long.pdf" and answer.hits[0].page == 17  # every step's vectors in place
+
+
 class Clock:
     """time.monotonic advancing one second per reading."""
 
