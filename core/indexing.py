@@ -368,7 +368,7 @@ class Indexer:
             steps = [range(start, min(total, start + step_size)) for start in range(0, total, step_size)]
             this_step = drawing = asyncio.ensure_future(drawn.render(steps[0]))
             for n, step in enumerate(steps):
-                # Read this step while the next one is drawn and the previous one embedded.
+                # Read this step while the next one is drawn and the previous ones are embedded.
                 rendered = await this_step
                 drawing = None
                 if n + 1 < len(steps):

@@ -6,6 +6,11 @@ question names stand in for the question's word. Each entry gives the six langua
 common synonyms in any of them (these are recognised in a question, never looked for on a page: their
 language is not known). General vocabulary of datasheets and manuals, written without looking at any
 evaluation question; not tuned to a corpus.
+
+Kept, measured against Debian's FreeDict pairs of English with the other five in its place (every
+translation of a question's words and two-word phrases into the page's language standing in): key fact in
+the lead fell from 0.435 to 0.413 on the broad judging half and anywhere from 0.543 to 0.522, though
+techdocs gained 3 leads and the tuning half 1 (eval/RESULTS.md, thirteenth session).
 """
 
 from __future__ import annotations
