@@ -61,6 +61,10 @@ class Indexer:
         self._building: set[tuple[str, str]] = set()
         self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
+    def close(self) -> None:
+        """Stop the render worker processes, if any were started."""
+        self.renderer.close()
+
     def indexing_now(self, scope: str | None = None) -> list[str]:
         """Names being built in this process; with `scope`, only those it will see (a chat surface must
         not show one workspace or channel another's file names)."""

@@ -58,6 +58,12 @@ class PageRenderer:
             self._started = [self._pool.submit(_started) for _ in range(workers)]
         return WorkerPages(pdf, doc_id, self, source.data)
 
+    def ready_pool(self) -> Executor | None:
+        """The worker processes, once every one of them is up; None while they start (or after they failed)."""
+        if self._pool is None or not all(worker.done() for worker in self._started):
+            return None
+        return self._pool
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
@@ -89,8 +95,8 @@ class WorkerPages(DocumentPages):
             out.write(data)
 
     async def render(self, indexes: range) -> list[RenderedPage | Unrenderable]:
-        pool = self.renderer._pool
-        if pool is None or not all(worker.done() for worker in self.renderer._started):
+        pool = self.renderer.ready_pool()
+        if pool is None:
             return await super().render(indexes)  # workers starting (or gone): this step is drawn here
         size = -(-len(indexes) // self.settings.index_workers)
         shares = [indexes[k : k + size] for k in range(0, len(indexes), size)]

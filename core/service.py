@@ -4,6 +4,7 @@ core/conversation.py."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Sequence
 
 from . import usage
@@ -111,6 +112,7 @@ class Service:
 
     async def close(self) -> None:
         await self.pages.close()
+        await asyncio.to_thread(self.indexer.close)  # joins the render workers: off the event loop
 
     def indexing_now(self, scope: str | None = None) -> list[str]:
         return self.indexer.indexing_now(scope)

@@ -139,3 +139,21 @@ async def test_a_worker_that_dies_fails_its_document_only():
     finally:
         renderer.close()
         pdf.close()
+
+
+async def test_closing_the_service_stops_its_render_workers(tmp_path):
+    from core.service import Service
+
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local", index_workers=2))
+    renderer = service.indexer.renderer
+    source = Source(_pdf(WORTH_STARTING), "pumps.pdf", "pumps.pdf")
+    pdf = open_pdf(source, service.settings)
+    try:
+        renderer.for_document(pdf, source, "doc1", step_size=8).close()
+        wait(renderer._started)
+        workers = list(renderer._pool._processes)
+        assert workers and all(_running(pid) for pid in workers)
+        await service.close()
+        assert renderer.ready_pool() is None and not any(_running(pid) for pid in workers)
+    finally:
+        pdf.close()
