@@ -53,3 +53,33 @@ def test_a_picture_printed_twice_goes_to_the_print_it_was_cut_from():
     pages = [encoded(p) for p in (page(1), plain, circled)]
     assert shown_page([encoded(circled.crop((150, 500, 750, 900)), quality=40)], pages) == 2
     assert shown_page([encoded(plain.crop((150, 200, 750, 600)), quality=40)], pages) == 1
+
+
+def in_a_window(cut: Image.Image, margin: int = 120) -> Image.Image:
+    """`cut` as a screenshot shows it: on a viewer's grey background, inside a window with a title bar."""
+    window = Image.new("RGB", (cut.width + 2 * margin, cut.height + 2 * margin + 40), (60, 62, 70))
+    ImageDraw.Draw(window).rectangle((8, 48, window.width - 8, window.height - 8), fill=(222, 222, 226))
+    for i, colour in enumerate(((236, 95, 90), (245, 190, 80), (98, 197, 84))):
+        ImageDraw.Draw(window).ellipse((12 + 24 * i, 12, 28 + 24 * i, 28), fill=colour)
+    window.paste(cut, (margin, margin + 40))
+    return window
+
+
+def test_a_screenshot_of_a_cut_inside_a_viewer_window_finds_its_page():
+    # The window around the cut is no part of any page: the pixels are compared where the page's
+    # keypoints are, not over the whole screenshot.
+    pages = [page(seed) for seed in (1, 2, 3)]
+    screenshot = in_a_window(pages[1].crop((200, 400, 600, 650)))
+    assert shown_page([encoded(screenshot, "PNG")], [encoded(p) for p in pages]) == 1
+
+
+def test_a_band_other_pages_print_too_is_no_evidence_of_a_page():
+    # A strip that several pages print (a running header, a logo bar) agrees with each of them, pixel for
+    # pixel; it is a sliver of the screenshot, which none of these pages shows.
+    band = page(5).crop((0, 0, 900, 70))
+    pages = [page(seed) for seed in (1, 2, 3)]
+    for p in pages:
+        p.paste(band, (0, 600))
+    screenshot = page(6).crop((100, 300, 800, 1100))
+    screenshot.paste(band.crop((100, 0, 800, 66)), (0, 300))
+    assert shown_page([encoded(screenshot, "PNG")], [encoded(p) for p in pages]) is None
