@@ -23,6 +23,7 @@ import numpy as np
 CANDIDATES = 8  # pages retrieval returns for a screenshot question, to look for the one it shows
 MIN_INLIERS = 8  # keypoints agreeing on one placement whose pixels match too, on the best page
 MAX_SIDE = 1600  # pixels; a larger image is scaled down first (keypoints need no more)
+MIN_SIDE = 600  # pixels; a smaller one is enlarged
 FEATURES = 3000  # per image: a picture in a corner of a busy page still gets enough of them
 RATIO = 0.75  # Lowe's ratio test: a match must be clearly better than the second-best one
 SAME_PIXELS = 0.5  # correlation of the query with the page region it is placed on
@@ -36,7 +37,12 @@ def _gray(data: bytes) -> np.ndarray | None:
     if image is None:
         return None
     scale = MAX_SIDE / max(image.shape)
-    return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else image
+    if scale < 1:
+        return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    if max(image.shape) < MIN_SIDE:  # a small screenshot: keypoints need room around them
+        scale = MIN_SIDE / max(image.shape)
+        return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+    return image
 
 
 def _features(orb, data: bytes):

@@ -83,3 +83,9 @@ def test_a_band_other_pages_print_too_is_no_evidence_of_a_page():
     screenshot = page(6).crop((100, 300, 800, 1100))
     screenshot.paste(band.crop((100, 0, 800, 66)), (0, 300))
     assert shown_page([encoded(screenshot, "PNG")], [encoded(p) for p in pages]) is None
+
+
+def test_a_small_screenshot_is_enlarged_until_its_keypoints_have_room():
+    pages = [page(seed) for seed in (1, 2, 3)]
+    small = pages[2].crop((100, 300, 700, 700)).resize((150, 100))  # a quarter of the page's resolution
+    assert shown_page([encoded(small, "PNG")], [encoded(p) for p in pages]) == 2
