@@ -36,13 +36,11 @@ def _gray(data: bytes) -> np.ndarray | None:
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
     if image is None:
         return None
-    scale = MAX_SIDE / max(image.shape)
-    if scale < 1:
-        return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-    if max(image.shape) < MIN_SIDE:  # a small screenshot: keypoints need room around them
-        scale = MIN_SIDE / max(image.shape)
-        return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
-    return image
+    side = max(image.shape)
+    scale = min(max(side, MIN_SIDE), MAX_SIDE) / side  # a small screenshot: keypoints need room around them
+    if scale == 1:
+        return image
+    return cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
 
 
 def _features(orb, data: bytes):
@@ -150,11 +148,14 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
         if not shown:
             continue
         top = max(shown, key=lambda i: shown[i].agreeing)
+        if shown[top].agreeing < MIN_INLIERS or best is not None and shown[top].agreeing <= best[0]:
+            continue
         # Another print of the same picture may hold fewer keypoints (they fall elsewhere on its page): of the
         # pages it is placed on, the pixels pick the one that looks most like it, all compared over the same
         # part of the query: the whole of it when it is all page, else what the best placement spans.
-        region = None if any(whole[i] >= SAME_PIXELS for i in shown) else shown[top].span
-        pick = max(shown, key=lambda i: alike(query[0], backs[i], region))
-        if shown[top].agreeing >= MIN_INLIERS and (best is None or shown[top].agreeing > best[0]):
-            best = (shown[top].agreeing, pick)
+        if any(whole[i] >= SAME_PIXELS for i in shown):
+            pick = max(shown, key=lambda i: whole[i])
+        else:
+            pick = max(shown, key=lambda i: alike(query[0], backs[i], shown[top].span))
+        best = (shown[top].agreeing, pick)
     return best[1] if best else None
