@@ -218,7 +218,7 @@ async def cmd_feedback(args) -> int:
 
 async def cmd_eval(args) -> int:
     from eval.harness import evaluate
-    from eval.questions import load_questions
+    from eval.questions import load_document_languages, load_questions
     from eval.report import markdown_report
 
     settings = _settings(args, existing=False)
@@ -239,6 +239,7 @@ async def cmd_eval(args) -> int:
         out_dir=Path(args.out) if args.out else None,
         log=log,
         compare_jev=args.compare_jev,
+        document_languages=load_document_languages(args.document_languages) if args.document_languages else None,
     )
     print(markdown_report(report))
     if args.json:
@@ -347,6 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="OUT", help="write the full report with each question's ranked pages")
     p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
     p.add_argument("--key-facts", help="JSON {question id: [accepted forms]} for a set without key_fact fields")
+    p.add_argument(
+        "--document-languages",
+        help="JSON {file: language}, or a list of {file, lang} (eval/broad/corpus.json): adds the questions asked "
+        "in their page's language and in another as two groups",
+    )
     p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
     p.add_argument(
         "--variants",

@@ -67,10 +67,12 @@ async def ensure_index(service, pdfs: Sequence[Path], progress=None) -> dict:
 
 async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settings, *, k: int = 4,
                    reader: bool = True, variants: Sequence[str] = VARIANTS, out_dir: Path | None = None,
-                   log: Callable[[str], None] | None = None, service=None, compare_jev: bool = False) -> dict:
+                   log: Callable[[str], None] | None = None, service=None, compare_jev: bool = False,
+                   document_languages: dict[str, str] | None = None) -> dict:
     """Run every question (and each screenshot variant) through the service; returns the report dict.
     With `compare_jev` the Jev selector is on and each answer is ranked both ways: its candidates in
-    the dense order (one query embedding, one retrieval) and as Jev kept them."""
+    the dense order (one query embedding, one retrieval) and as Jev kept them. `document_languages`
+    ({file: lang}) splits the summary into questions asked in their gold document's language and the others."""
     log = log or (lambda s: None)
     if unknown := [v for v in variants if v not in VARIANTS]:
         raise BadInput(f"Unknown image variant(s): {', '.join(unknown)}; choose from {', '.join(VARIANTS)}.")
@@ -105,7 +107,8 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
         b_score = score_ranking(b_ranked, q.gold, q.gold_mode, k)
         for variant, images in runs:
             res = Result(q.id, q.kind, q.lang, variant, q.question, gold=[list(g) for g in q.gold], gold_mode=q.gold_mode,
-                         baseline_ranked=[list(p) for p in b_ranked[:k]], baseline_score=asdict(b_score))
+                         baseline_ranked=[list(p) for p in b_ranked[:k]], baseline_score=asdict(b_score),
+                         page_lang=(document_languages or {}).get(q.gold[0][0], "") if q.gold else "")
             t0 = time.perf_counter()
             answer = None
             try:

@@ -167,4 +167,5 @@ class Result:
     key_fact_any: bool | None = None
     error: str | None = None
     seconds: float = 0.0
+    page_lang: str = ""  # the language of the gold pages' document, when the evaluation was told it
     jev: dict | None = None  # --compare-jev: both rankings of the same candidates (eval/report.py: summarize_jev)

@@ -64,3 +64,15 @@ def load_questions(path: Path | str, key_facts: Path | str | None = None) -> lis
         if q.follow_up_of and q.follow_up_of not in ids:
             raise BadInput(f"{q.id}: follow_up_of {q.follow_up_of!r} is not in the file.")
     return out
+
+
+def load_document_languages(path: Path | str) -> dict[str, str]:
+    """Each PDF's language (ISO 639-1) by file name, from {file: lang} or from a list of {"file", "lang"}
+    entries (eval/broad/corpus.json). Told by people who read the documents: py3langid calls the Polish
+    Audacity manual English (its text layer is mostly the program's English menus)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(data, list):
+        data = {entry["file"]: entry["lang"] for entry in data}
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise BadInput(f"{path}: expected {{file: language}} or a list of {{\"file\", \"lang\"}} entries.")
+    return data

@@ -24,6 +24,11 @@ def summarize(results: Sequence[Result], k: int, reader: bool) -> dict:
             groups[f"kind:{kind}"] = rs
     for lang in sorted({r.lang for r in main}):
         groups[f"lang:{lang}"] = [r for r in main if r.lang == lang]
+    # asked in the gold document's language or in another (when the evaluation was told the documents' languages)
+    if rs := [r for r in main if r.page_lang and r.lang == r.page_lang]:
+        groups["page language"] = rs
+    if rs := [r for r in main if r.page_lang and r.lang != r.page_lang]:
+        groups["another language"] = rs
     for variant in VARIANTS:
         if rs := [r for r in results if r.variant == variant and r.gold]:
             groups[f"image:{variant}"] = rs
@@ -124,16 +129,19 @@ def sets_markdown(reports: dict[str, dict]) -> str:
     variant's page@1."""
     k = next(iter(reports.values()))["k"]
     head = ["set", "n", "evidence_first", f"evidence_within_{k}", f"text-only ef / w{k}", "containment",
-            "key fact in lead", "key fact anywhere", "negatives with a limitation", "screenshots page@1 (worst variant)"]
+            "key fact in lead", "key fact anywhere", "negatives with a limitation", "screenshots page@1 (worst variant)",
+            f"in another language than the page: ef / w{k} (n)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, report in reports.items():
         groups, neg = report["summary"]["groups"], report["summary"]["negatives"]
         row, base = groups["overall"], groups["overall"].get("baseline") or {}
         variants = [g["evidence_first"] for g_name, g in groups.items() if g_name.startswith("image:") and g.get("n")]
         stated = round(neg["limitation_rate"] * neg["n"]) if neg.get("n") and "limitation_rate" in neg else None
+        other = groups.get("another language")
         lines.append("| " + " | ".join([
             name, str(row["n"]), _f(row["evidence_first"]), _f(row["evidence_within_k"]),
             f"{_f(base.get('evidence_first'))} / {_f(base.get('evidence_within_k'))}", _f(row.get("containment")),
             _f(row.get("key_fact_lead")), _f(row.get("key_fact_any")),
-            "–" if stated is None else f"{stated}/{neg['n']}", _f(min(variants)) if variants else "–"]) + " |")
+            "–" if stated is None else f"{stated}/{neg['n']}", _f(min(variants)) if variants else "–",
+            f"{_f(other['evidence_first'])} / {_f(other['evidence_within_k'])} ({other['n']})" if other else "–"]) + " |")
     return "\n".join(lines)

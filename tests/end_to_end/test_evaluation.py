@@ -10,9 +10,10 @@ import pytest
 from PIL import Image
 
 from bot.cli import main
+from core import BadInput
 from eval.metrics import (MISS, Result, answer_lead, citation_precision, containment, states_fact, key_tokens, mean_scores, normalize_answer,
                           score_ranking)
-from eval.questions import load_questions
+from eval.questions import load_document_languages, load_questions
 from eval.report import sets_markdown, summarize
 from eval.results import BENCHMARKS, BY_HAND, kept_parts
 from eval.screenshots import image_variant, render_crop
@@ -74,6 +75,28 @@ def test_mean_scores_and_summary_keep_errors_negatives_and_variants_apart():
     assert summary["groups"]["image:half"]["evidence_first"] == 0.0
     assert summary["negatives"] == {"n": 2, "errors": 0, "limitation_rate": 0.5}
     assert mean_scores([]) == {"n": 0}
+
+
+def test_questions_in_another_language_than_their_page_are_a_group_of_their_own(tmp_path):
+    languages = tmp_path / "corpus.json"
+    languages.write_text(json.dumps([{"file": "doc.pdf", "lang": "de"}, {"file": "other.pdf", "lang": "en"}]))
+    lang = load_document_languages(languages)
+    assert lang == {"doc.pdf": "de", "other.pdf": "en"}
+    hit, miss = score_ranking([A], [A]).__dict__, MISS.__dict__
+    rs = [
+        Result("q1", "text", "de", "", "?", gold=[list(A)], score=hit, page_lang=lang[A[0]]),
+        Result("q2", "text", "en", "", "?", gold=[list(A)], score=miss, page_lang=lang[A[0]]),
+        Result("q3", "text", "pl", "", "?", gold=[list(A)], score=hit, page_lang=lang[A[0]]),
+        Result("q4", "text", "en", "", "?", gold=[list(B)], score=hit),  # its document's language untold
+    ]
+    groups = summarize(rs, 4, reader=False)["groups"]
+    assert groups["page language"]["n"] == 1 and groups["another language"]["n"] == 2
+    assert groups["another language"]["evidence_within_k"] == 0.5
+    report = {"k": 4, "summary": {"groups": groups, "negatives": {"n": 0, "errors": 0}}}
+    assert "0.500 / 0.500 (2) |" in sets_markdown({"s": report})
+    (tmp_path / "bad.json").write_text(json.dumps({"doc.pdf": 3}))
+    with pytest.raises(BadInput):
+        load_document_languages(tmp_path / "bad.json")
 
 
 # --- answer grading ------------------------------------------------------------------------------
