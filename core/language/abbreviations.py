@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .phrases import Phrases
 
+# No kept library maps abbreviations to their written-out forms across languages (FreeDict's pairs translate
+# words, not "MCU" to "Mikrocontroller").
 # abbreviation -> written-out forms, lowercase, diacritics folded (see fold.py), words separated by
 # spaces. Long words also match inflected endings ("microcontrollers", "zasilacza"; see INFLECTABLE).
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {

@@ -7,6 +7,9 @@ import re
 
 from .names import QUESTION_WORDS
 
+# What opens a follow-up and refers back, in the three languages the follow-up heuristics were written for:
+# no kept library lists conjunctions or pronouns apart from other function words. A follow-up in another
+# language is not recognised by its words (a Russian "А в Debian 1.3?" is taken as a new question).
 FOLLOW_UP_START = re.compile(  # Polish "i" (and), but not English "I'm", "I've"
     r"^\s*(and|also|what about|how about|und|und was|was ist mit|a|i(?!['’])|oraz|a co z|a jak)\b[\s,]*", re.I
 )

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+# Interrogatives apart from other function words: no kept library lists them by language (stopwordsiso
+# mixes them with prepositions and articles, which the follow-up resolver's asks() must not take for a
+# question: eval/RESULTS.md, fourteenth session).
 QUESTION_WORDS = {
     "what",
     "which",

@@ -16,6 +16,8 @@ import re
 from .fold import fold
 from .stopwords import STOPWORDS
 
+# The phrases that ask for a quantity or for steps: no kept library tells what kind of answer a question
+# asks for, and the reader's preference for a number or for the steps rests on these.
 QUANTITY = re.compile(
     r"""\b(
     how\s+(much|many|big|large|small|long|wide|high|tall|heavy|far|fast|thick|deep|often)
