@@ -68,8 +68,8 @@ def identifiers(folded: str) -> list[str]:
 def stem(token: str) -> str:
     """A crude language-agnostic stem: long words share their first 6 letters. Kept, measured against
     simplemma's lemmas in three variants (every word, a text's own language, words of up to six letters):
-    the broad judging half gained in two of them, dev and holdout lost evidence_first by 0.03-0.05 in each (eval/RESULTS.md,
-    ninth session)."""
+    the broad judging half gained in two of them, dev and holdout lost evidence_first by 0.03-0.05 in
+    each (eval/RESULTS.md, ninth session)."""
     return token if len(token) <= 6 or any(c.isdigit() for c in token) else token[:6]
 
 
