@@ -1,6 +1,7 @@
 """Regenerate eval/RESULTS.md: the evaluations of the question sets (local backend; the eight techdocs sets and
-the broad corpus's two halves), side by side and one by one, and the benchmarks (indexing, search, opening, ask latency, both page stores, PostgreSQL, two
-replicas, Slack streaming). The part below the hand-written marker is kept as it is.
+the broad corpus's two halves), side by side and one by one, and the benchmarks (indexing, search, opening,
+ask latency, both page stores, PostgreSQL, two replicas, Slack streaming). The part below the hand-written
+marker is kept as it is.
 
     python eval/results.py [--quick] [--evaluations-only]      (or: make results)
 
