@@ -22,6 +22,9 @@ import numpy as np
 
 CANDIDATES = 8  # pages retrieval returns for a screenshot question, to look for the one it shows
 MIN_INLIERS = 8  # keypoints agreeing on one placement whose pixels match too, on the best page
+# Fewer keypoints agree when the cut holds little (a few shapes, a short line of text): then the pixels
+# laid back must match clearly, over the whole cut.
+FEW_INLIERS, CLEAR_PIXELS = 5, 0.7
 MAX_SIDE = 1600  # pixels; a larger image is scaled down first (keypoints need no more)
 MIN_SIDE = 600  # pixels; a smaller one is enlarged
 FEATURES = 3000  # per image: a picture in a corner of a busy page still gets enough of them
@@ -141,14 +144,19 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
         shown = {
             i: p
             for i, p in placed.items()
-            if whole[i] >= SAME_PIXELS
-            or big_enough(p.span, query[0])
-            and alike(query[0], backs[i], p.span) >= SAME_PIXELS
+            if p.agreeing >= MIN_INLIERS
+            and (
+                whole[i] >= SAME_PIXELS
+                or big_enough(p.span, query[0])
+                and alike(query[0], backs[i], p.span) >= SAME_PIXELS
+            )
+            or p.agreeing >= FEW_INLIERS
+            and whole[i] >= CLEAR_PIXELS
         }
         if not shown:
             continue
         top = max(shown, key=lambda i: shown[i].agreeing)
-        if shown[top].agreeing < MIN_INLIERS or best is not None and shown[top].agreeing <= best[0]:
+        if best is not None and shown[top].agreeing <= best[0]:
             continue
         # Another print of the same picture may hold fewer keypoints (they fall elsewhere on its page): of the
         # pages it is placed on, the pixels pick the one that looks most like it, all compared over the same

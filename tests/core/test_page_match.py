@@ -9,12 +9,12 @@ from PIL import Image, ImageDraw
 from core.page_match import shown_page
 
 
-def page(seed: int) -> Image.Image:
+def page(seed: int, shapes: int = 60) -> Image.Image:
     """A page of line art and boxes: different on each seed, alike in kind (what text alone cannot tell apart)."""
     rng = np.random.default_rng(seed)
     image = Image.new("RGB", (900, 1270), "white")
     draw = ImageDraw.Draw(image)
-    for _ in range(60):
+    for _ in range(shapes):
         x, y = rng.integers(0, 820), rng.integers(0, 1190)
         w, h = rng.integers(20, 80), rng.integers(20, 80)
         draw.rectangle((x, y, x + w, y + h), outline="black", width=3, fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
@@ -71,6 +71,15 @@ def test_a_screenshot_of_a_cut_inside_a_viewer_window_finds_its_page():
     pages = [page(seed) for seed in (1, 2, 3)]
     screenshot = in_a_window(pages[1].crop((200, 400, 600, 650)))
     assert shown_page([encoded(screenshot, "PNG")], [encoded(p) for p in pages]) == 1
+
+
+def test_a_cut_holding_little_is_found_when_its_pixels_match_clearly():
+    # A few boxes give fewer keypoints than a busy cut: fewer agreeing ones do when the page laid back
+    # matches the cut clearly; where it matches poorly, retrieval's order stands.
+    pages = [page(seed, shapes=25) for seed in (26, 126, 226)]
+    assert shown_page([encoded(pages[1].crop((100, 300, 500, 500)), quality=60)], [encoded(p) for p in pages]) == 1
+    pages = [page(seed, shapes=25) for seed in (25, 125, 225)]
+    assert shown_page([encoded(pages[1].crop((300, 900, 800, 1100)), quality=60)], [encoded(p) for p in pages]) is None
 
 
 def test_a_band_other_pages_print_too_is_no_evidence_of_a_page():
