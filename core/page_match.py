@@ -126,6 +126,16 @@ def big_enough(span: Box, query: np.ndarray) -> bool:
     return (x1 - x0) * (y1 - y0) >= MIN_SHARE * query.size
 
 
+def _pixels_agree(query: np.ndarray, back: np.ndarray, placement: Placement, whole: float) -> bool:
+    """Whether a placement is evidence of its page: enough agreeing keypoints and a page laid back that looks
+    like the query (`whole`: over all of it), or fewer keypoints and a page that looks clearly like it."""
+    if placement.agreeing >= MIN_INLIERS:
+        if whole >= SAME_PIXELS:
+            return True
+        return big_enough(placement.span, query) and alike(query, back, placement.span) >= SAME_PIXELS
+    return placement.agreeing >= FEW_INLIERS and whole >= CLEAR_PIXELS
+
+
 def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
     """The index of the page one of the query images was cut from, when the pixels say so clearly; else None."""
     if not queries or len(pages) < 2:
@@ -141,18 +151,7 @@ def shown_page(queries: Sequence[bytes], pages: Sequence[bytes]) -> int | None:
         # it, over the whole query or, where the query shows more than the page (a screenshot shows the cut
         # inside a viewer's window), over the good part of it that the agreeing keypoints span.
         whole = {i: alike(query[0], back) for i, back in backs.items()}
-        shown = {
-            i: p
-            for i, p in placed.items()
-            if p.agreeing >= MIN_INLIERS
-            and (
-                whole[i] >= SAME_PIXELS
-                or big_enough(p.span, query[0])
-                and alike(query[0], backs[i], p.span) >= SAME_PIXELS
-            )
-            or p.agreeing >= FEW_INLIERS
-            and whole[i] >= CLEAR_PIXELS
-        }
+        shown = {i: p for i, p in placed.items() if _pixels_agree(query[0], backs[i], p, whole[i])}
         if not shown:
             continue
         top = max(shown, key=lambda i: shown[i].agreeing)

@@ -80,7 +80,8 @@ def evaluate(py: str) -> tuple[dict[str, str], dict[str, dict]]:
     markdown, reports = {}, {}
     for qs in SETS:
         if not qs.corpus.is_dir():
-            markdown[qs.name] = f"(not run: no corpus at {qs.corpus}; eval/broad/README.md says how to fetch it)"
+            fetch = "; eval/broad/README.md says how to fetch it" if qs.corpus.parent == BROAD else ""
+            markdown[qs.name] = f"(not run: no corpus at {qs.corpus}{fetch})"
             continue
         markdown[qs.name] = sh(py, "-m", "bot.cli", "eval", str(qs.questions), "--corpus", str(qs.corpus),
                                "--backend", "local", "--index", qs.index, "--json", report_path(qs.name),
