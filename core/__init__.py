@@ -7,7 +7,7 @@ backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 
 from .config import Settings, flag, load_settings, number
 from .conversation import Conversation, Reply, rate_answer
-from .documents import looks_like_pdf
+from .documents import hide_credentials, looks_like_pdf
 from .embedded.threads import ThreadKey, ThreadStore
 from .errors import (
     BadInput,
@@ -54,6 +54,7 @@ __all__ = [
     "Conversation",
     "Reply",
     "rate_answer",
+    "hide_credentials",
     "looks_like_pdf",
     "inert",
     "literal",

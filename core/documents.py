@@ -9,6 +9,7 @@ import io
 import ipaddress
 import json
 import math
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,20 @@ class RenderedPage:
     dpi: float = 0.0  # what it was rendered at: below the setting for a page beyond PAGE_PIXELS
 
 
+# An address's user and password, and the values of query parameters named like a credential (an API
+# key, a presigned link's signature): what an address may carry that must not be shown.
+_USERINFO = re.compile(r"(?i)\b(https?://)[^/?#\s@]*@")
+_SECRET_QUERY = re.compile(r"(?i)([?&][^=&#\s]*(?:token|key|sig|secret|pass|auth|cred|session)[^=&#\s]*=)[^&#\s]*")
+
+
+def hide_credentials(text: str) -> str:
+    """`text` (an address, or a message naming some) with the credentials in its http(s) addresses
+    replaced by "***": what is shown to people and stored as a name. The origin kept for fetching
+    again keeps them."""
+    text = _USERINFO.sub(lambda m: m.group(1) + "***@", text)
+    return _SECRET_QUERY.sub(lambda m: m.group(1) + "***", text) if "://" in text else text
+
+
 def is_url(text: str) -> bool:
     return urlsplit(text).scheme.lower() in ("http", "https")  # "HTTP://…" is a URL too
 
@@ -67,7 +82,7 @@ async def read_source(path_or_url: str, settings: Settings) -> Source:
     if is_url(path_or_url):
         return await download(path_or_url, settings)
     if "://" in path_or_url:
-        raise BadInput(f"{path_or_url}: only http and https URLs can be indexed.")
+        raise BadInput(f"{hide_credentials(path_or_url)}: only http and https URLs can be indexed.")
     return await asyncio.to_thread(read_file, Path(path_or_url), settings)
 
 
@@ -102,9 +117,9 @@ def check_public_url(url: str, settings: Settings) -> str | None:
     (then the HTTP client resolves the name itself). A chat user must not be able to make the bot
     fetch internal services, and connecting to the checked address, not resolving the name a second
     time, keeps a DNS answer that changes between the check and the connection (rebinding) out."""
-    parts = urlsplit(url)
+    parts, shown = urlsplit(url), hide_credentials(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise BadInput(f"{url}: only http and https URLs can be indexed.")
+        raise BadInput(f"{shown}: only http and https URLs can be indexed.")
     if settings.allow_private_urls:
         return None
     try:
@@ -112,11 +127,11 @@ def check_public_url(url: str, settings: Settings) -> str | None:
             parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80), type=socket.SOCK_STREAM
         )
     except OSError:
-        raise BadInput(f"{url}: the host {parts.hostname} could not be resolved.") from None
+        raise BadInput(f"{shown}: the host {parts.hostname} could not be resolved.") from None
     addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
     if not addresses or any(not a.is_global for a in addresses):
         raise BadInput(
-            f"{url}: {parts.hostname} is a private or local address; such URLs are not fetched "
+            f"{shown}: {parts.hostname} is a private or local address; such URLs are not fetched "
             "(set PIXELRAG_ALLOW_PRIVATE_URLS=1 to allow them)."
         )
     return str(addresses[0])
@@ -129,7 +144,8 @@ def pinned(url: str, address: str | None) -> tuple[str, dict, dict]:
         return url, {}, {}
     parts = urlsplit(url)
     host = f"[{address}]" if ":" in address else address
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    userinfo = parts.netloc.rpartition("@")[0]  # a user and password in the address are still sent
+    netloc = (f"{userinfo}@" if userinfo else "") + host + (f":{parts.port}" if parts.port else "")
     target = parts._replace(netloc=netloc).geturl()
     extensions = {"sni_hostname": parts.hostname} if parts.scheme.lower() == "https" else {}
     return target, {"Host": parts.netloc.rsplit("@", 1)[-1]}, extensions
@@ -140,21 +156,23 @@ async def download(url: str, settings: Settings) -> Source:
     its headers or stalls after them included: per-read timeouts never fire while bytes keep coming);
     the type and the %PDF magic are checked, and every redirect hop is checked like the first URL."""
     received = [0]  # bytes so far, for the message when the deadline passes
+    shown = hide_credentials(url)
     try:
         async with asyncio.timeout(settings.download_timeout_s):
             data = await _fetch(url, settings, received)
     except TimeoutError:
         raise BadInput(
-            f"{url}: the download took longer than {settings.download_timeout_s:g} s "
+            f"{shown}: the download took longer than {settings.download_timeout_s:g} s "
             f"({megabytes(received[0])} so far); the server is too slow."
         ) from None
     if not data.startswith(PDF_MAGIC):
-        raise BadInput(f"{url}: the download is not a PDF (it does not start with %PDF).")
-    return Source(data, url.rstrip("/").rsplit("/", 1)[-1].split("?")[0] or "document.pdf", url)
+        raise BadInput(f"{shown}: the download is not a PDF (it does not start with %PDF).")
+    # The file name is the path's last part: never the host or the user and password before it.
+    return Source(data, urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or "document.pdf", url)
 
 
 async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
-    limit = megabytes(settings.max_pdf_bytes)
+    limit, shown = megabytes(settings.max_pdf_bytes), hide_credentials(url)
     chunks: list[bytes] = []
     async with httpx.AsyncClient(timeout=settings.request_timeout_s) as client:
         try:
@@ -167,22 +185,22 @@ async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
                         current = str(httpx.URL(current).join(response.headers["location"]))
                         continue
                     if response.status_code != 200:
-                        raise BadInput(f"{url}: the server answered HTTP {response.status_code}.")
+                        raise BadInput(f"{shown}: the server answered HTTP {response.status_code}.")
                     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                     if ctype and ctype not in ("application/pdf", "application/octet-stream", "binary/octet-stream"):
-                        raise BadInput(f"{url}: that is {ctype}, not a PDF.")
+                        raise BadInput(f"{shown}: that is {ctype}, not a PDF.")
                     declared = int(response.headers.get("content-length") or 0)
                     if declared > settings.max_pdf_bytes:
-                        raise BadInput(f"{url}: {megabytes(declared)} is over the {limit} limit.")
+                        raise BadInput(f"{shown}: {megabytes(declared)} is over the {limit} limit.")
                     async for chunk in response.aiter_bytes():
                         received[0] += len(chunk)
                         if received[0] > settings.max_pdf_bytes:
-                            raise BadInput(f"{url}: the download passed the {limit} limit.")
+                            raise BadInput(f"{shown}: the download passed the {limit} limit.")
                         chunks.append(chunk)
                     return b"".join(chunks)
-            raise BadInput(f"{url}: too many redirects.")
+            raise BadInput(f"{shown}: too many redirects.")
         except httpx.HTTPError as exc:
-            raise BadInput(f"{url}: could not download it ({type(exc).__name__}).") from exc
+            raise BadInput(f"{shown}: could not download it ({type(exc).__name__}).") from exc
 
 
 def looks_like_pdf(data: bytes) -> bool:

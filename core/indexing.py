@@ -22,6 +22,7 @@ from .documents import (
     RenderedPage,
     Source,
     document_title,
+    hide_credentials,
     is_url,
     open_pdf,
     page_pixels,
@@ -89,7 +90,7 @@ class Indexer:
         for i, item in enumerate(sources):
             if scope != SHARED_SCOPE and not is_url(item):
                 # A chat user names a URL; a path would read a file of the machine the bot runs on.
-                refused.append(f"{item}: only http and https URLs can be indexed from a chat.")
+                refused.append(f"{hide_credentials(item)}: only http and https URLs can be indexed from a chat.")
                 continue
             try:
                 source = await self._fetch(item, scope)
@@ -162,7 +163,7 @@ class Indexer:
     async def _fetch(self, item: str, scope: str) -> Source:
         """A source read or downloaded; a download counts as indexing now (status shows it, as the
         chat's "starting…" message does)."""
-        key = (scope, f"{item} (downloading)")
+        key = (scope, f"{hide_credentials(item)} (downloading)")
         self._building.add(key)
         try:
             return await read_source(item, self.settings)
@@ -259,6 +260,7 @@ class Indexer:
         unchanged: list[Document] = []
         embedded = reused = 0
         seen: set[tuple[str, str]] = set()
+        restored: set[str] = set()
         for source, title, where in items:
             if (where, source.sha256) in seen:  # the same file given twice is indexed once
                 continue
@@ -266,6 +268,9 @@ class Indexer:
             same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
             if same and not refresh:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
+                if same.doc_id in build.unsourced:  # its stored copy was lost: this is the same PDF
+                    await build.save_source(same, source.data)
+                    restored.add(same.doc_id)
                 continue
             try:
                 pending, n_new, n_old = await self._build_document(build, source, title, where, progress, warnings)
@@ -296,10 +301,19 @@ class Indexer:
                 and not (d.scope == where and d.sha256 == source.sha256)
             ]
             built.append(pending)
+        warnings += [
+            f"{d.title}: its stored PDF is missing or damaged. Its pages are kept and still answer questions, "
+            f"but it cannot be rebuilt after damage; index it again (from {hide_credentials(d.source)}) to store "
+            "it anew."
+            for d in _seen_from({where for _, _, where in loaded}, documents)
+            if d.doc_id in build.unsourced and d.doc_id not in restored
+        ]
         if not built and not build.damaged and not drop:
             if refused:
                 raise BadInput("\n".join(refused))
-            return IndexReport((), build.pages_total, 0, 0, build.name, unchanged=tuple(unchanged))
+            return IndexReport(
+                (), build.pages_total, 0, 0, build.name, unchanged=tuple(unchanged), warnings=tuple(warnings)
+            )
 
         progress(Progress("publish", 0, 1))
         removed = {d.doc_id for d in build.documents} - {d.doc_id for d in documents}
@@ -461,6 +475,15 @@ class Indexer:
 def build_key(scope: str, origin: str) -> str:
     """What two builds of one document share, whatever its content: where it came from, in its scope."""
     return f"{scope}\n{origin}"
+
+
+def _seen_from(scopes: set[str], documents: list[Document]) -> list[Document]:
+    """The documents a build asked from these scopes may name: every one for the operator (the shared
+    scope), a chat's own and the shared ones for a chat."""
+    if SHARED_SCOPE in scopes:
+        return documents
+    seen = {s for scope in scopes for s in visible_scopes(scope)}
+    return [d for d in documents if d.scope in seen]
 
 
 def _at(items: Sequence, i: int):

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import BadInput, PixelragError, Service, scopes, usage
+from core import BadInput, PixelragError, Service, hide_credentials, scopes, usage
 
 from ..background import BackgroundTasks
 from . import render
@@ -47,7 +47,7 @@ class SlashCommand:
             status.update(await usage.summary([self.threads], *scopes.tenant(scope)))
             await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
-            await ack(text=f"Working on `{render.escape(text)}`…")
+            await ack(text=f"Working on `{render.escape(hide_credentials(text))}`…")
             self.tasks.spawn(
                 self.job(client, private_reply(respond), command, sub, arg, scope), f"{self.settings.command} {sub}"
             )
@@ -86,7 +86,7 @@ class SlashCommand:
                 into = await scopes.indexing_scope(self.threads, scope, place.strip().lower() or None)
                 await self.indexing.run(
                     channel,
-                    url,
+                    hide_credentials(url),
                     lambda p: self.service.index([url], scope=into, progress=p),
                     "Indexed",
                     respond,

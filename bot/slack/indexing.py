@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Busy, IndexReport, PixelragError, Progress, Service
+from core import Busy, IndexReport, PixelragError, Progress, Service, hide_credentials
 
 from ..progress import ThrottledProgress
 from . import render
@@ -44,7 +44,11 @@ class SlackIndexing:
         """The PDFs attached to a message (or the URL it names), one job each."""
         if url:
             await self.run(
-                thread, url, lambda p: self.service.index([url], scope=scope, progress=p), "Indexed", scope=scope
+                thread,
+                hide_credentials(url),
+                lambda p: self.service.index([url], scope=scope, progress=p),
+                "Indexed",
+                scope=scope,
             )
             return
         for f in pdfs:

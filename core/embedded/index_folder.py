@@ -51,7 +51,9 @@ class IndexStore:
         return self.root / "pages" / f"{content_hash}.jpg"
 
     def save_source(self, document: Document, data: bytes) -> None:
-        write_once(self.source_path(document.sha256), data)
+        path = self.source_path(document.sha256)
+        if not path.is_file() or sha256_file(path) != document.sha256:  # a damaged copy is replaced
+            write_replacing(path, data)
         record = recorded_path(self.source_path(document.sha256))
         kept = [d for d in read_recorded(record) if (d.scope, d.doc_id) != (document.scope, document.doc_id)]
         write_replacing(record, json.dumps([asdict(d) for d in kept + [document]], ensure_ascii=False).encode())
@@ -231,8 +233,9 @@ class IndexStore:
             moved.append((target, documents))
         if intact is not None:
             self.publish(intact.name)
-        else:
+        else:  # every snapshot failed its checks and their PDFs are set aside: the index starts empty
             (self.root / "ACTIVE").unlink(missing_ok=True)
+            shutil.rmtree(self.root / "snapshots", ignore_errors=True)
         return (intact.name if intact else None), moved
 
     def _listed_as(self, sha256: str) -> list[Document]:
@@ -259,6 +262,11 @@ class IndexStore:
         self.check_folder()
         pointer = self.root / "ACTIVE"
         if not pointer.is_file():
+            if self.snapshot_names():  # published before: "nothing indexed" would hide every document
+                raise IndexProblem(
+                    f"Index {self.root}: its ACTIVE pointer is missing; `pixelrag repair --index "
+                    f"{self.root}` makes the newest intact snapshot active."
+                )
             return None
         name = pointer.read_bytes().strip()
         if not name.isascii() or not name.decode().replace("-", "").isalnum():  # we write a snapshot's name
@@ -324,7 +332,7 @@ class IndexStore:
             )
             for p, ws in zip(manifest["pages"], words)
         ]
-        self._verify(manifest, documents, pages, len(words), vectors, row_page, hash_sources=not serving)
+        self._verify(manifest, documents, pages, len(words), vectors, row_page)
         return Snapshot(
             name,
             manifest["built_with"],
@@ -334,12 +342,23 @@ class IndexStore:
             row_page,
             folder / WORDS_FILE if serving else None,
             offsets,
+            self.unsourced(documents, hashed=not serving),
         )
+
+    def unsourced(self, documents: list[Document], hashed: bool) -> frozenset[str]:
+        """The documents whose stored PDF is missing, or (`hashed`) does not match its recorded hash.
+        Not damage to the index: their pages answer as before, and a build keeps them."""
+        out = set()
+        for d in documents:
+            source = self.source_path(d.sha256)
+            if not source.is_file() or (hashed and sha256_file(source) != d.sha256):
+                out.add(d.doc_id)
+        return frozenset(out)
 
     def lexical_path(self, name: str) -> Path:
         return self.root / "snapshots" / name / LEXICAL_FILE
 
-    def _verify(self, manifest, documents, pages, word_lists: int, vectors, row_page, hash_sources: bool) -> None:
+    def _verify(self, manifest, documents, pages, word_lists: int, vectors, row_page) -> None:
         problems: list[str] = []
         dim = int(manifest["built_with"]["dim"])
         if vectors.ndim != 2 or vectors.shape[1] != dim:
@@ -362,11 +381,6 @@ class IndexStore:
                 problems.append(
                     f"{d.title}: pages {sorted(by_doc.get(d.doc_id, []))[:5]}… do not match its {d.page_count} pages"
                 )
-            source = self.source_path(d.sha256)
-            if not source.is_file():
-                problems.append(f"{d.title}: source PDF is missing")
-            elif hash_sources and sha256_file(source) != d.sha256:
-                problems.append(f"{d.title}: source PDF does not match its recorded hash")
         unknown = set(by_doc) - {d.doc_id for d in documents}
         if unknown:
             problems.append(f"pages belong to unknown documents {sorted(unknown)}")

@@ -31,6 +31,7 @@ class EmbeddedBuild:
         self.built_with = previous.built_with if previous else None
         self.documents = list(previous.documents) if previous else []
         self.pages_total = len(previous.pages) if previous else 0
+        self.unsourced = previous.unsourced if previous else frozenset()
 
     @functools.cached_property
     def _rows(self) -> dict[str, np.ndarray]:

@@ -5,6 +5,7 @@ searches it through an EmbeddedSearch (page_search.py), each build writes throug
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -90,7 +91,8 @@ class EmbeddedPages:
 
     async def source(self, sha256: str) -> bytes | None:
         path = self.store.source_path(sha256)
-        return await asyncio.to_thread(path.read_bytes) if path.is_file() else None
+        data = await asyncio.to_thread(path.read_bytes) if path.is_file() else None
+        return data if data is not None and hashlib.sha256(data).hexdigest() == sha256 else None
 
     async def warm_up(self) -> None:
         """Open the index before the first question; a damaged one is logged here and reported to whoever
@@ -112,10 +114,12 @@ class EmbeddedPages:
         with await asyncio.to_thread(self.store.lock):
             return await asyncio.to_thread(self.store.repair)
 
-    async def verify(self) -> list[Document]:
+    async def verify(self) -> tuple[list[Document], list[Document]]:
         """The active snapshot opened with every check, its source PDFs hashed."""
         snapshot = await asyncio.to_thread(self.store.open)
-        return snapshot.documents if snapshot else []
+        if snapshot is None:
+            return [], []
+        return snapshot.documents, [d for d in snapshot.documents if d.doc_id in snapshot.unsourced]
 
     async def status(self, scope: str | None = None) -> dict:
         catalog = self.store.catalog()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..documents import Source
+from ..documents import Source, hide_credentials
 from ..errors import IndexProblem
 from .index_folder import IndexStore
 from .snapshot_format import Snapshot
@@ -35,17 +35,24 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
             )
         return previous, []
     have = {d.doc_id for d in previous.documents} if previous else set()
-    recovered = []
+    recovered, lost = [], []
     for doc in listed:
         if doc.doc_id in have:
             continue
         path = store.source_path(doc.sha256)
         data = path.read_bytes() if path.is_file() else b""
         if hashlib.sha256(data).hexdigest() != doc.sha256:
-            warnings.append(
-                f"{doc.title} could not be recovered: its stored PDF is missing or damaged. Index it again."
-            )
+            lost.append(doc)
             continue
         recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
         warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
+    if lost:
+        # Publishing now would drop them without a word: refuse, and say how to go on.
+        names = "; ".join(f"{d.title} (from {hide_credentials(d.source)})" for d in lost)
+        raise IndexProblem(
+            f"The index's active snapshot is damaged ({problem}), and {len(lost)} document(s) it holds can be "
+            f"neither carried over from an intact snapshot nor rebuilt, as their stored PDFs are missing: "
+            f"{names}. Nothing was changed. Run `pixelrag repair --index {store.root}` to go back to the newest "
+            "intact snapshot without them, then index them again."
+        )
     return previous, recovered

@@ -40,6 +40,9 @@ class Snapshot:
     row_page: np.ndarray  # (rows,) index into pages
     words_file: Path | None = None  # set when the pages' words are read on demand
     word_offsets: np.ndarray | None = None  # byte offset of each page's line in words_file
+    # doc_ids whose stored PDF is missing (or, checked by hash, damaged): their pages still serve and
+    # are carried into the next build, but they cannot be rebuilt from the stored copy.
+    unsourced: frozenset[str] = frozenset()
 
     def page(self, i: int) -> Page:
         """Page i with its words."""

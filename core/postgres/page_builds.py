@@ -26,6 +26,7 @@ class PostgresBuild:
 
     damaged = False
     recovered: list = []
+    unsourced: frozenset[str] = frozenset()  # the database keeps every source PDF with its pages
     name: str | None  # these four are set by start()
     built_with: dict | None
     documents: list[Document]

@@ -112,9 +112,9 @@ class PostgresPages:
     async def repair(self) -> tuple[str | None, list]:
         raise BadInput("repair is for an index folder; a database index is never left half-published.")
 
-    async def verify(self) -> list[Document]:
-        """A database is never half-published: its documents, as they are."""
-        return await self.all_documents()
+    async def verify(self) -> tuple[list[Document], list[Document]]:
+        """A database is never half-published, and keeps every PDF with its pages: its documents."""
+        return await self.all_documents(), []
 
     # --- building --------------------------------------------------------------------------------
     @contextlib.asynccontextmanager

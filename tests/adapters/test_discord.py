@@ -1101,3 +1101,38 @@ async def test_a_clarifying_question_has_no_feedback_buttons(store):
     await h.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
     assert not buttons(kwargs) and "Which product" in message_text(kwargs)
+
+
+async def test_a_password_in_an_index_address_appears_in_no_message(settings, store):
+    # Before: the address was shown as given, user and password included. The server here wants them.
+    import base64
+
+    from aiohttp import web
+
+    from core.service import Service
+
+    async def pdf(request):
+        wanted = "Basic " + base64.b64encode(b"admin:hunter2").decode()
+        if request.headers.get("Authorization") != wanted:
+            return web.Response(status=401)
+        return web.Response(body=MANUAL_A, content_type="application/pdf")
+
+    app = web.Application()
+    app.router.add_get("/x200.pdf", pdf)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://admin:hunter2@127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    try:
+        h = DiscordHandlers(Service(settings.with_(allow_private_urls=True)), store, settings, me=make_me)
+        guild = make_guild(GUILD_A)
+        shown = []
+        for url in (f"{base}/x200.pdf", f"{base}/gone.pdf"):
+            inter = make_interaction(guild, manage=True)
+            await h.index(inter, url=url)
+            shown += [all_text(inter.followup.send), str(inter.edit_original_response.call_args_list)]
+    finally:
+        await runner.cleanup()
+    assert "Indexed **X200 Dishwasher Manual**" in shown[0] and "HTTP 404" in shown[2]
+    assert "hunter2" not in "".join(shown) and r"http://\*\*\*@127.0.0.1" in shown[2]  # "***", escaped

@@ -683,6 +683,23 @@ async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     assert not [d for d in await slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
 
 
+async def test_a_password_in_an_index_address_appears_in_no_message(slack: Harness):
+    # Before: "Indexing http://admin:hunter2@…" was posted to the channel, and the 404 repeated it.
+    good = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF).replace("://", "://admin:hunter2@")
+    gone = good.replace("q9-manual.pdf", "gone.pdf?token=s3cr3t&page=1")
+    for url in (good, gone):
+        response = await slack.command(f"index {url}")
+        assert "hunter2" not in response.body and "s3cr3t" not in response.body
+    mention, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index {gone}"})
+    await slack.bot.drain()
+    shown = json.dumps([c.params for c in slack.fake.calls])
+    assert "hunter2" not in shown and "s3cr3t" not in shown
+    assert "http://***@127.0.0.1" in shown and "HTTP 404" in shown and "token=***" in shown
+    status = await slack.service.real.status("slack:T1")
+    [doc] = [d for d in await slack.service.real.documents("slack:T1") if d.title == "q9-manual.pdf"]
+    assert "hunter2" not in json.dumps(status) + doc.title + doc.file_name
+
+
 async def test_index_outside_the_bots_channels_reports_through_the_response_url(slack: Harness):
     slack.fake.fail["chat.postMessage"] = "not_in_channel"
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)

@@ -270,3 +270,20 @@ async def test_the_download_connects_to_the_address_that_was_checked(pdf_server,
     settings = settings.with_(request_timeout_s=3.0)
     source = await download(f"http://rebind.test:{port}/doc.pdf", settings)
     assert source.data.startswith(b"%PDF") and source.origin == f"http://rebind.test:{port}/doc.pdf"
+
+
+def test_credentials_in_an_address_are_hidden_when_shown_and_still_sent():
+    from core.documents import hide_credentials, pinned
+
+    shown = hide_credentials(
+        "index https://u:p%40ss@files.example/a.pdf?X-Amz-Signature=abc&X-Amz-Credential=def&v=2 and "
+        "http://host/b.pdf?api_key=k1"
+    )
+    assert shown == (
+        "index https://***@files.example/a.pdf?X-Amz-Signature=***&X-Amz-Credential=***&v=2 and "
+        "http://host/b.pdf?api_key=***"
+    )
+    assert hide_credentials("/srv/docs/key@2x.pdf") == "/srv/docs/key@2x.pdf"  # a path is left alone
+    # Connecting to the checked address keeps the user and password the address gave.
+    target, headers, _ = pinned("http://admin:hunter2@example.com:8080/x.pdf", "93.184.216.34")
+    assert target == "http://admin:hunter2@93.184.216.34:8080/x.pdf" and headers == {"Host": "example.com:8080"}

@@ -273,3 +273,52 @@ def test_junk_in_the_active_pointer_is_one_line(three_docs, capsys):
     code, out, err = run(capsys, "index", str(three_docs["valve"]))  # builds on the newest intact snapshot
     assert code == 0 and "The index was damaged" in out, out + err
     assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_documents_whose_stored_pdfs_are_gone_are_kept_by_a_build(three_docs, capsys):
+    # Before: the next build published valve.pdf alone, and `repair` emptied the index.
+    for pdf in Path("index/sources").glob("*.pdf"):
+        pdf.unlink()
+    code, out, err = run(capsys, "ask", "What is the weight of the pump?", "--retrieve-only")
+    assert code == 0 and "1. pump.pdf" in out, out + err
+    code, out, err = run(capsys, "status")
+    assert code == 0 and "stored_pdfs_missing: ['relay.pdf', 'pump.pdf']" in out, out + err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 0, err
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+    assert "warning: pump.pdf: its stored PDF is missing" in out and "warning: relay.pdf" in out
+    code, out, err = run(capsys, "index", str(three_docs["pump"]))  # the same PDF brings its stored copy back
+    assert code == 0 and "up to date: pump.pdf" in out and "warning: pump.pdf" not in out, out + err
+    assert "warning: relay.pdf: its stored PDF is missing" in out
+    code, out, _ = run(capsys, "repair")
+    assert code == 0 and "active snapshot:" in out
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_a_lost_active_pointer_is_damage_not_an_empty_index(three_docs, capsys):
+    # Before: ask said nothing was indexed, and the next build published valve.pdf alone.
+    Path("index/ACTIVE").unlink()
+    for command in (["ask", "pump weight"], ["status"]):
+        code, out, err = run(capsys, *command)
+        assert code == 2 and "ACTIVE pointer is missing" in err and "pixelrag repair" in err, out + err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 0 and "The index was damaged" in out, out + err
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_a_build_that_would_lose_a_damaged_document_refuses_until_repair(three_docs, capsys):
+    # pump.pdf's snapshot is damaged and its stored PDF gone: nothing can bring it back, so no build may
+    # publish without it unasked. Before: published with a warning, pump.pdf gone.
+    active = IndexStore(Path("index")).active_name()
+    vectors = active_folder() / "vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:100])
+    pump = IndexStore(Path("index")).documents_of(active)
+    [sha] = [d.sha256 for d in pump if d.title == "pump.pdf"]
+    Path(f"index/sources/{sha}.pdf").unlink()
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 2 and "pump.pdf (from" in err and "Nothing was changed" in err and "pixelrag repair" in err, err
+    assert IndexStore(Path("index")).active_name() == active
+    code, out, _ = run(capsys, "repair")
+    assert code == 0 and titles() == ["relay.pdf"]
+    assert run(capsys, "index", str(three_docs["pump"]), str(three_docs["valve"]))[0] == 0
+    assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
