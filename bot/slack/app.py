@@ -23,6 +23,7 @@ from .commands import SlashCommand
 from .feedback import SlackFeedback
 from .files import SlackFiles
 from .home import AppHome
+from .identity import SlackIdentity
 from .indexing import SlackIndexing
 from .listeners import SlackQuestions
 from .settings import SlackSettings
@@ -34,8 +35,11 @@ HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 class SlackBot:
     """The parts behind the listeners, for serve() and tests: `tasks.drain()` waits for the work."""
 
-    def __init__(self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadMemory):
+    def __init__(
+        self, settings: Settings, slack: SlackSettings, service: Service, threads: ThreadMemory, client: AsyncWebClient
+    ):
         self.service = service
+        self.identity = SlackIdentity(client)
         service.costs = threads  # what a workspace's indexing costs is kept with its questions' costs
         self.tasks = BackgroundTasks()
         files = SlackFiles(
@@ -98,9 +102,10 @@ def build_app(
 ) -> tuple[AsyncApp, SlackBot]:
     slack = SlackSettings.parse(settings)
     client = client or make_client(settings, slack)
-    bot = SlackBot(settings, slack, service, threads)
+    bot = SlackBot(settings, slack, service, threads, client)
     app = AsyncApp(
         client=client,
+        before_authorize=bot.identity.before_authorize,
         signing_secret=slack.signing_secret,
         request_verification_enabled=bool(slack.signing_secret),
         process_before_response=True,

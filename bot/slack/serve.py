@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 
 from core import BadInput, Service, Settings, thread_memory
 
-from ..health import add_routes, serve_health
+from ..health import Check, add_routes, serve_health
 from .app import build_app
 from .settings import SlackSettings
 
@@ -30,16 +30,19 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     service = Service(settings)
     await service.warm_up()
     app, bot = build_app(settings, service, threads)
+    await bot.identity.check()  # a refused token is logged now; deliveries wait until Slack takes it
     try:
         if http:
-            await serve_http(app, port, service)
+            await serve_http(app, port, service, bot.identity.readiness)
         else:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
             handler = AsyncSocketModeHandler(app, slack.app_token)
 
             async def connected() -> str | None:
-                return None if await handler.client.is_connected() else "not connected to Slack"
+                if not await handler.client.is_connected():
+                    return "not connected to Slack"
+                return await bot.identity.readiness()
 
             probes = await serve_health(health_port, service, connected) if health_port else None
             log.info("Slack Socket Mode connecting")
@@ -54,6 +57,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
             await asyncio.wait_for(bot.drain(), DRAIN_S)
         except (TimeoutError, asyncio.CancelledError):
             log.warning("stopped with work still running; Slack's redelivery picks it up after a restart")
+        await bot.identity.close()
         await threads.close()
         await service.close()
 
@@ -87,7 +91,7 @@ def malformed(body: bytes, content_type: str) -> str | None:
         return f"the body cannot be read ({type(exc).__name__})"
 
 
-async def serve_http(app, port: int, service: Service) -> None:
+async def serve_http(app, port: int, service: Service, connected: Check) -> None:
     from aiohttp import web
 
     @web.middleware
@@ -99,7 +103,7 @@ async def serve_http(app, port: int, service: Service) -> None:
 
     web_app = app.web_app(path="/slack/events", port=port)
     web_app.middlewares.append(refuse_malformed)
-    add_routes(web_app, service)
+    add_routes(web_app, service, connected)
     runner = web.AppRunner(web_app)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", port).start()

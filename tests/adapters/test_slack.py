@@ -860,6 +860,64 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
             await server
 
 
+async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, tmp_path):
+    # Before: Bolt's auth.test failed, the delivery got 200 and was dropped, and /readyz said ready.
+    import asyncio
+
+    import aiohttp
+
+    from bot.slack import serve
+
+    fake.fail["auth.test"] = "invalid_auth"
+    fake.retry_after = "0"
+    port = closed_port()
+    server = asyncio.ensure_future(serve(base_settings(fake, tmp_path), http=True, port=port))
+    event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
+             "ts": "1700009999.000002", "channel": CHANNEL}
+    fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
+    raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvAUTH1",
+                      "event_time": int(time.time()), "event": event})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            async def deliver(retry: int) -> int:
+                stamp = str(int(time.time()))
+                headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                           "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
+                           **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {})}
+                async with session.post(f"{base}/slack/events", data=raw, headers=headers) as response:
+                    return response.status
+
+            async def ready() -> tuple[int, str]:
+                async with session.get(f"{base}/readyz") as response:
+                    return response.status, await response.text()
+
+            for _ in range(200):  # until the server is listening
+                try:
+                    status = await deliver(0)
+                    break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.05)
+            assert status == 503
+            assert await ready() == (503, "Slack refuses the bot token (invalid_auth)\n")
+            del fake.fail["auth.test"]
+            fake.http_errors["auth.test"] = [500] * 3  # beyond the client's own two retries
+            assert await deliver(1) == 503
+            assert await ready() == (503, "Slack's auth.test failed (HTTP 500)\n")
+            fake.limit_next["auth.test"] = 3
+            assert await deliver(2) == 503
+            assert await ready() == (503, "Slack's auth.test failed (HTTP 429)\n")
+            assert not fake.posts(event["ts"])
+            assert await deliver(3) == 200  # Slack takes the token again: this delivery is answered
+            await fake.wait_for(lambda: fake.posts(event["ts"]))
+            assert "No documents are indexed here yet" in fake.thread_text(event["ts"])
+            assert await ready() == (200, "ready\n")
+    finally:
+        server.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await server
+
+
 async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_line(fake, tmp_path, caplog):
     import asyncio
     import logging
