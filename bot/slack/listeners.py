@@ -9,6 +9,7 @@ evidence, then its page previews, follow it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 
@@ -191,7 +192,9 @@ class SlackQuestions:
             if self.settings.streaming
             else None
         )
-        async with thread.working(ts), thread.failures_shown("answering", stream):
+        # Left last: a stream that broke is closed once the answer, or its error, is posted below it.
+        closing = stream.closed_after() if stream else contextlib.nullcontext()
+        async with closing, thread.working(ts), thread.failures_shown("answering", stream):
             # A redelivery of a question whose process died: finish what it started, do not start over.
             earlier = await self.threads.progress(delivery)
             if earlier.get("posted"):

@@ -31,6 +31,10 @@ TEXT_LIMIT = 11_000  # of one streamed message's Markdown (Slack: 12,000); the r
 SOFT_LIMIT = 8_000  # beyond this, only whole paragraphs are streamed, so the message ends where one does
 MAX_INTERVAL = 5.0  # the slowest appends get when Slack keeps rate limiting them
 STOP_ATTEMPTS = 4  # of chat.stopStream (Tier 2) after the client's own retries, each after Slack's Retry-After
+# Waits before each further try to close a stream that broke, once its answer is posted below it: a
+# message left open shows "in progress" for good.
+CLOSE_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0)
+NOTHING_TO_CLOSE = ("message_not_in_streaming_state", "message_not_found", "stopped_by_user")
 DETAILS_LIMIT = 256  # of a task update's details
 
 
@@ -96,7 +100,6 @@ class AnswerStream:
         if self.stopped_by_user:
             return []
         if not self.live:
-            await self._abandon()
             return None
         rest = remainder(self.streamed + self._text, slack_markdown(markdown))
         tail, overflow = fit(self.streamed, self._text + rest, final=True)
@@ -115,7 +118,6 @@ class AnswerStream:
                 exc_info=True,
             )
             self.broken = True
-            await self._abandon()
             return None
         self.streamed += tail
         return after
@@ -144,7 +146,6 @@ class AnswerStream:
         if self.stopped_by_user:
             return True  # the person stopped the answer: its error is not theirs to read
         if not self.live:
-            await self._abandon()
             return False
         for key, chunk in self._tasks.items():
             if chunk["status"] == "in_progress":
@@ -249,18 +250,34 @@ class AnswerStream:
         if not self.broken and not self._limited and (self._changed or fit(self.streamed, self._text)[0]):
             await self._send()
 
-    async def _abandon(self) -> None:
-        """A stream that broke after it started: end it with a pointer to the answer posted below."""
+    @contextlib.asynccontextmanager
+    async def closed_after(self):
+        """The block that posts the answer, then close_broken()."""
+        try:
+            yield
+        finally:
+            await self.close_broken()
+
+    async def close_broken(self) -> None:
+        """A stream that broke after it started, once the answer (or its error) is posted below it:
+        ended with a pointer there, its unfinished steps marked failed, tried again with backoff while
+        Slack fails (the caller has posted already, so nobody waits for this)."""
         if self.ts is None or not self.broken or self.stopped_by_user:
             return
-        with contextlib.suppress(Exception):
-            await self.client.chat_stopStream(
-                channel=self.channel,
-                ts=self.ts,
-                chunks=[
-                    {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}
-                ],
-            )
+        steps = [{**c, "status": "error"} if c["status"] == "in_progress" else c for c in self._tasks.values()]
+        note = {"type": "markdown_text", "text": "\n\n_(The answer could not be streamed; it follows below.)_"}
+        for delay in (0.0, *CLOSE_RETRY_DELAYS):
+            await asyncio.sleep(delay)
+            try:
+                await self.client.chat_stopStream(channel=self.channel, ts=self.ts, chunks=[*steps, note])
+                return
+            except Exception as exc:
+                if error_code(exc) in NOTHING_TO_CLOSE:
+                    return  # Slack ended it itself, or the person did
+                log.info("closing the broken stream %s in %s failed: %s", self.ts, self.channel, error_code(exc) or exc)
+        log.warning(
+            "the broken answer stream %s in %s could not be closed; Slack ends it itself", self.ts, self.channel
+        )
 
 
 async def close_interrupted(client: AsyncWebClient, channel: str, ts: str) -> None:
