@@ -19,6 +19,8 @@ from .ports import PageStore, ThreadMemory
 from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
 from .storage import page_store
 
+READINESS_S = 2.0  # a readiness probe's answer comes within this, whatever the database does
+
 
 class Service:
     def __init__(self, settings: Settings, backend: Backend | None = None):
@@ -104,9 +106,13 @@ class Service:
         INDEX_PAGES.set(sum(d.page_count for d in documents))
 
     async def readiness(self) -> str | None:
-        """Why questions cannot be answered now (the index damaged, the database away), or None."""
+        """Why questions cannot be answered now (the index damaged, the database away), or None; at once,
+        as a probe waits only a few seconds."""
         try:
-            await self.pages.search(SHARED_SCOPE)  # what a question opens first: cheap once warm
+            async with asyncio.timeout(READINESS_S):
+                await self.pages.search(SHARED_SCOPE)  # what a question opens first: cheap once warm
+        except TimeoutError:
+            return f"the index did not answer within {READINESS_S:g} s"
         except PixelragError as exc:
             return str(exc)
         return None

@@ -6,12 +6,21 @@ one once; a database written by a newer pixelrag is refused rather than misread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
+import time
 
+from .. import deadline
 from ..errors import BadInput, DatabaseUnavailable, IndexProblem, first_line
 
 WAIT_S = 30.0  # for a connection, while the server restarts
 MIGRATION_LOCK = 7_215_551_001  # pg_advisory_xact_lock key: pixelrag's schema changes, one at a time
+# Every pooled connection's bounds: a lock another session holds, or a statement that runs on, must not
+# hold a question past its deadline. Builds and migrations lift them in their own transactions (unbounded).
+LOCK_TIMEOUT = "5s"
+STATEMENT_TIMEOUT = "60s"
+RETRY_PAUSE_S = 0.25  # before a statement the database lost (a restart) is tried again; doubled up to 2 s
 
 # Each entry upgrades the schema by one version.
 MIGRATIONS = (
@@ -129,6 +138,15 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         await probe.close()
     except psycopg.OperationalError as exc:
         raise BadInput(f"Cannot reach the database in PIXELRAG_DATABASE_URL ({first_line(exc)}).") from None
+    except psycopg.ProgrammingError as exc:  # an option libpq does not know, a malformed address
+        raise BadInput(f"PIXELRAG_DATABASE_URL is not a usable address ({first_line(exc)}).") from None
+
+    async def bounded(conn) -> None:
+        await conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        await conn.execute(f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
+        if configure is not None:
+            await configure(conn)
+
     # `check`: a pooled connection the server has closed (a restart, a failover) is replaced when it is
     # next handed out, instead of failing the question that gets it. A new one is waited for up to
     # WAIT_S: a restart of a few seconds costs the questions asked meanwhile that long, not an error.
@@ -138,7 +156,7 @@ async def open_pool(url: str, max_size: int = 8, configure=None):
         max_size=max_size,
         open=False,
         kwargs={"autocommit": True},
-        configure=configure,
+        configure=bounded,
         check=AsyncConnectionPool.check_connection,
         timeout=WAIT_S,
         name="pixelrag",
@@ -169,13 +187,40 @@ async def connected(pool, wait_s: float | None = None):
         ) from exc
 
 
+async def unbounded(conn) -> None:
+    """Inside a transaction: its statements may wait for locks and run as long as they need (a build's
+    publication, a migration, a rebuild of the terms), whatever the connection's bounds."""
+    await conn.execute("SET LOCAL lock_timeout = 0")
+    await conn.execute("SET LOCAL statement_timeout = 0")
+
+
+@contextlib.asynccontextmanager
+async def schema_changes():
+    """A migration's statements; a database user who may only read (or a read-only server) is told
+    which right is missing, not shown a traceback."""
+    import psycopg
+
+    try:
+        yield
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction) as exc:
+        raise BadInput(
+            f"The database in PIXELRAG_DATABASE_URL needs its schema brought up to date, and this user may not "
+            f"({first_line(exc)}). Run pixelrag once as a user with the CREATE right on the database's schema "
+            "(and on a server that takes writes); afterwards reading needs no such right."
+        ) from None
+
+
 async def migrate(pool) -> None:
+    """The schema brought up to date; a database that is current is only read (a user without the CREATE
+    right, or a read-only replica, can still answer from it)."""
     async with pool.connection() as conn:
-        async with conn.transaction():
+        if await _schema_version(conn) == len(MIGRATIONS):
+            return
+        async with schema_changes(), conn.transaction():
+            await unbounded(conn)
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute("CREATE TABLE IF NOT EXISTS pixelrag_schema (version INTEGER NOT NULL)")
-            row = await (await conn.execute("SELECT max(version) FROM pixelrag_schema")).fetchone()
-            version = row[0] or 0
+            version = await _schema_version(conn)
             if version > len(MIGRATIONS):
                 raise IndexProblem(
                     f"The database was written by a newer pixelrag (schema {version}, this one knows "
@@ -184,3 +229,45 @@ async def migrate(pool) -> None:
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 await conn.execute(script)
                 await conn.execute("INSERT INTO pixelrag_schema (version) VALUES (%s)", (number,))
+
+
+async def _schema_version(conn) -> int:
+    """The schema's version; 0 before the first migration."""
+    if not (await (await conn.execute("SELECT to_regclass('pixelrag_schema') IS NOT NULL")).fetchone())[0]:
+        return 0
+    row = await (await conn.execute("SELECT max(version) FROM pixelrag_schema")).fetchone()
+    return row[0] or 0
+
+
+async def retrying(operation, within: float | None = None):
+    """`await operation()`, tried again while the database is away (a restart ends the statements that
+    were running; a lock another session holds outlasts LOCK_TIMEOUT). Tries stop, and a try is cut
+    short, when the question's deadline is reached (`within` seconds, or WAIT_S, outside of one): the
+    person asking is told then, not kept waiting."""
+    left = deadline.remaining() if within is None else within
+    budget = WAIT_S if left is None else max(left, 0.0)
+    until, pause = time.monotonic() + budget, RETRY_PAUSE_S
+    while True:
+        try:
+            async with asyncio.timeout(max(until - time.monotonic(), 0.0)):
+                return await operation()
+        except TimeoutError:
+            raise DatabaseUnavailable(
+                f"The document index is unavailable right now: its database does not answer (not within "
+                f"{budget:.0f} s). Try again in a minute."
+            ) from None
+        except DatabaseUnavailable:
+            if time.monotonic() + pause >= until:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+
+def retried(method):
+    """A method whose statements only read (or may be repeated), run by retrying()."""
+
+    @functools.wraps(method)
+    async def run(*args, **kwargs):
+        return await retrying(lambda: method(*args, **kwargs))
+
+    return run

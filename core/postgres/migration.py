@@ -17,7 +17,7 @@ from ..embedded.threads import ThreadStore
 from ..errors import BadInput
 from ..indexing import build_key
 from ..records import IndexReport
-from .database import open_pool
+from .database import open_pool, unbounded
 from .pages import PostgresPages
 
 
@@ -71,6 +71,7 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
                 choices = db.execute("SELECT platform, workspace, name, value FROM choices").fetchall()
             async with pool.connection() as conn:
                 async with conn.transaction():
+                    await unbounded(conn)
                     new_ids = {}
                     for t in turns:
                         row = await (

@@ -16,6 +16,7 @@ from ..embedded.snapshot_format import word_row
 from ..errors import IndexProblem
 from ..ranking import bm25
 from ..records import Document, Page
+from .database import unbounded
 from .page_rows import SAMPLE_BUCKETS, page_from_row, page_lexicon, vector_type
 
 PLAIN_BYTES = 7000  # a vector this size or smaller is kept in its row (a row must fit an 8 kB page)
@@ -92,6 +93,7 @@ class PostgresBuild:
         gone = sorted(removed | {d.doc_id for d, _, _ in added})
         async with await self.pages.connection() as conn:
             async with conn.transaction():
+                await unbounded(conn)  # waits for the publication before it, and takes as long as it takes
                 await conn.execute(
                     "INSERT INTO pixelrag_index (built_with, terms_version) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                     (json.dumps(built_with), bm25.TERMS_VERSION),

@@ -19,6 +19,7 @@ from ..ranking.absent_words import absent_words, presence_probe, probed_words
 from ..ranking.fusion import fused
 from ..ranking.gaps import fill_gaps, gap_pages
 from ..records import Hit, ReaderPage
+from .database import retried
 from .page_bm25 import QueryBm25
 from .page_rows import page_from_row, vector_text, vector_type
 from .scope_views import ScopeView
@@ -45,6 +46,7 @@ class PostgresSearch:
         self.visible_pages = sum(d.page_count for d in self.documents.values())
         self.vector_type = vector_type(int(self.built_with["dim"]))
 
+    @retried
     async def rank(
         self, text: str, vector: np.ndarray, k: int, lexical: bool, answered: int | None = None
     ) -> list[Hit]:
@@ -149,6 +151,7 @@ class PostgresSearch:
         ).fetchall()
         return {(r[0], r[1]): r[2] for r in rows}
 
+    @retried
     async def absent_words(self, question: str) -> list[str]:
         probes = sorted(probed_words(question))
         if not probes:
@@ -167,6 +170,7 @@ class PostgresSearch:
         present = {r[0] for r in rows}
         return absent_words(question, lambda word: word in present)
 
+    @retried
     async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
         async with await self.pages.connection() as conn:
             rows = await (

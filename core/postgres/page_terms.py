@@ -8,7 +8,7 @@ import logging
 from collections import Counter
 
 from ..ranking import bm25
-from .database import MIGRATION_LOCK
+from .database import MIGRATION_LOCK, unbounded
 from .page_rows import page_from_row, page_lexicon
 
 log = logging.getLogger(__name__)
@@ -19,6 +19,7 @@ async def refresh_terms(pool) -> int:
     """Rebuild every page's terms when they are of another version; the pages rebuilt (0: none stale).
     One transaction under the migration lock: another process waits, then finds them current."""
     async with pool.connection() as conn, conn.transaction():
+        await unbounded(conn)
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         row = await (await conn.execute("SELECT terms_version FROM pixelrag_index")).fetchone()
         if row is None or row[0] == bm25.TERMS_VERSION:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from ..errors import BadInput
 from ..records import Document
 from ..scopes import visible_scopes
-from .database import connected, open_pool
+from .database import connected, open_pool, retried, unbounded
 from .page_builds import PostgresBuild
 from .page_search import PostgresSearch, configure
 from .page_terms import refresh_terms
@@ -61,6 +61,7 @@ class PostgresPages:
         row = await (await conn.execute("SELECT built_with, pages, lexical_length FROM pixelrag_index")).fetchone()
         return (row[0], row[1], row[2]) if row and row[1] else None
 
+    @retried
     async def documents(self, scope: str) -> list[Document]:
         async with await self.connection() as conn:
             rows = await (
@@ -71,11 +72,13 @@ class PostgresPages:
             ).fetchall()
         return [Document(**r[0]) for r in rows]
 
+    @retried
     async def all_documents(self) -> list[Document]:
         async with await self.connection() as conn:
             rows = await (await conn.execute("SELECT record FROM pixelrag_documents ORDER BY position")).fetchall()
         return [Document(**r[0]) for r in rows]
 
+    @retried
     async def search(self, scope: str) -> PostgresSearch | None:
         async with await self.connection() as conn:
             row = await (
@@ -86,6 +89,7 @@ class PostgresPages:
             view = await self._views.get(conn, scope, row[3])
         return PostgresSearch(self, tuple(row[:3]), view)
 
+    @retried
     async def source(self, sha256: str) -> bytes | None:
         async with await self.connection() as conn:
             row = await (await conn.execute("SELECT pdf FROM pixelrag_sources WHERE sha256 = %s", (sha256,))).fetchone()
@@ -95,6 +99,7 @@ class PostgresPages:
         async with await self.connection():
             pass
 
+    @retried
     async def status(self, scope: str | None = None) -> dict:
         async with await self.connection() as conn:
             index = await self._index_row(conn)
@@ -127,7 +132,9 @@ class PostgresPages:
                 for key in locks:
                     if not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone())[0]:
                         on_wait("another process")
-                        await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                        async with conn.transaction():  # the lock is the session's: it outlives the transaction
+                            await unbounded(conn)  # as long as the other build takes
+                            await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
                 # Listed for every process's status while this session lives (a killed build's row is
                 # ignored: its session is gone).
                 await conn.execute("INSERT INTO pixelrag_jobs (key) SELECT * FROM unnest(%s::text[])", (list(keys),))

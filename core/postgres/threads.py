@@ -9,6 +9,7 @@ the database's, so replicas with skewed clocks agree.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping
 
@@ -16,7 +17,7 @@ from ..limits import KEEP_QUESTIONS_S
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
 from ..usage import day_of
-from .database import connected, open_pool
+from .database import connected, open_pool, retrying
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
 CLAIM_WAIT_S = 2.0  # a delivery is claimed within Slack's 3 s to acknowledge it, or left to be redelivered
@@ -36,11 +37,14 @@ class PostgresThreadStore:
             raise RuntimeError("the thread store is closed")
         async with self._opening:
             if self._pool is None:
+                from psycopg.errors import InsufficientPrivilege, ReadOnlySqlTransaction
+
                 pool = await open_pool(self.url)
                 async with pool.connection() as conn:
-                    await conn.execute(
-                        "DELETE FROM pixelrag_events WHERE done AND created < now() - %s::interval", (KEEP_EVENTS,)
-                    )
+                    with contextlib.suppress(InsufficientPrivilege, ReadOnlySqlTransaction):  # pruning can wait
+                        await conn.execute(
+                            "DELETE FROM pixelrag_events WHERE done AND created < now() - %s::interval", (KEEP_EVENTS,)
+                        )
                 self._pool = pool
         return self
 
@@ -51,10 +55,16 @@ class PostgresThreadStore:
             self._pool = None
 
     async def _run(self, sql: str, params: tuple = (), wait_s: float | None = None):
+        """One statement, tried again while the database restarts (within `wait_s`, else the question's
+        deadline)."""
         await self.open()
-        async with connected(self._pool, wait_s) as conn:
-            cursor = await conn.execute(sql, params)
-            return await cursor.fetchall() if cursor.description else cursor.rowcount
+
+        async def run():
+            async with connected(self._pool, wait_s) as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall() if cursor.description else cursor.rowcount
+
+        return await retrying(run, wait_s)
 
     async def add(self, key: ThreadKey, exchange: Exchange, pending_reply: object = None) -> int:
         from psycopg.types.json import Jsonb

@@ -179,3 +179,125 @@ async def test_a_discord_question_during_an_outage_is_told_so(database):
         database.start()
     finally:
         await store.close()
+
+
+async def test_a_locked_table_holds_a_question_no_longer_than_its_deadline(database_url, tmp_path):
+    # Before: while another session held an ACCESS EXCLUSIVE lock, `ask` waited (150 s seen) past its 90 s.
+    import asyncio
+
+    import psycopg
+
+    from core.errors import DatabaseUnavailable
+    from core.records import Turn
+
+    settings = Settings(index_dir=tmp_path / "index", backend="local", database_url=database_url, answer_timeout_s=8)
+    indexer = Service(settings)
+    await indexer.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared")
+    await indexer.close()
+    service = Service(settings)
+    try:
+        async with await psycopg.AsyncConnection.connect(database_url) as locker:
+            await locker.execute("LOCK TABLE pixelrag_pages IN ACCESS EXCLUSIVE MODE")  # held until the block ends
+            with pytest.raises(DatabaseUnavailable, match="unavailable right now"):
+                await asyncio.wait_for(service.answer(Turn("What is the X200 weight?"), retrieve_only=True), 60)
+        answer = await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)  # the lock is gone
+        assert answer.hits[0].title == "x200-datasheet.pdf"
+    finally:
+        await service.close()
+
+
+async def test_readiness_answers_at_once_while_the_database_is_down(database, tmp_path, services):
+    # Before: /readyz did not answer within 20 s (a pooled connection was waited for 30 s).
+    import asyncio
+
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local", database_url=database.url))
+    services.append(service)
+    await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared")
+    assert await service.readiness() is None
+    database.stop()
+    try:
+        reason = await asyncio.wait_for(service.readiness(), 10)
+        assert reason is not None and ("did not answer" in reason or "does not answer" in reason), reason
+    finally:
+        database.start()
+
+
+async def test_questions_in_flight_through_a_restart_are_answered_not_refused(database, make_harness, fake,
+                                                                            tmp_path, services):
+    # Before: the questions whose statements the restart ended were told to ask again.
+    import asyncio
+
+    import psycopg
+
+    bot = await bot_on(database, make_harness, fake, tmp_path, services)
+    locker = await psycopg.AsyncConnection.connect(database.url, autocommit=True)
+    await locker.execute("BEGIN")
+    await locker.execute("LOCK TABLE pixelrag_pages IN ACCESS EXCLUSIVE MODE")
+    questions = ["What is the X200 weight?", "What is the X200 width?", "What is the X200 height?",
+                 "What is the X200 weight in kg?"]
+    events = [(await bot.mention(q))[0] for q in questions]
+
+    async def waiting() -> int:
+        rows = await (await locker.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )).fetchone()
+        return rows[0]
+
+    for _ in range(1000):  # until questions' statements wait on the lock (the others are on their way)
+        if await waiting():
+            break
+        await asyncio.sleep(0.01)
+    assert await waiting()
+    database.stop()  # ends every session: the lock's and the statements waiting for it
+    database.start()
+    await bot.bot.drain()
+    for event in events:
+        thread = fake.thread_text(event["ts"])
+        assert "unavailable" not in thread and "went wrong" not in thread, thread
+        assert "14 kg" in thread or "320 mm" in thread or "mm" in thread, thread
+    assert len(bot.service.turns) == 4
+
+
+async def test_a_database_user_who_may_only_read_can_still_ask(database_url, postgres_server, tmp_path):
+    # Before: every open ran CREATE TABLE IF NOT EXISTS, so a reader (or a read-only replica) got a traceback.
+    import uuid
+
+    import psycopg
+
+    from core.errors import BadInput
+    from core.records import Turn
+
+    owner = Service(Settings(index_dir=tmp_path / "index", backend="local", database_url=database_url))
+    await owner.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared")
+    await owner.close()
+    reader = f"reader_{uuid.uuid4().hex[:8]}"
+    database = database_url.rsplit("/", 1)[1].split("?")[0]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {reader} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}")
+    as_reader = database_url.replace("postgres:@", f"{reader}:@")
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local", database_url=as_reader))
+    try:
+        answer = await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)
+        assert answer.hits[0].title == "x200-datasheet.pdf"
+    finally:
+        await service.close()
+    # An empty database the reader cannot create the schema in: one line naming the right.
+    empty = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {empty}")
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local",
+                               database_url=postgres_server.get_uri(empty).replace("postgres:@", f"{reader}:@")))
+    try:
+        with pytest.raises(BadInput, match="CREATE right"):
+            await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)
+    finally:
+        await service.close()
+    # An option libpq does not know: one line, not a traceback.
+    service = Service(Settings(index_dir=tmp_path / "index", backend="local", database_url=database_url + "&frobnicate=1"))
+    try:
+        with pytest.raises(BadInput, match="not a usable address"):
+            await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)
+    finally:
+        await service.close()
+    assert database
