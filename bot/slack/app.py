@@ -25,7 +25,7 @@ from .files import SlackFiles
 from .home import AppHome
 from .identity import SlackIdentity
 from .indexing import SlackIndexing
-from .listeners import SlackQuestions
+from .listeners import SlackQuestions, team_of
 from .settings import SlackSettings
 
 # Message subtypes that are people writing; edits, joins and deletions are not questions.
@@ -59,7 +59,7 @@ class SlackBot:
     async def app_home_opened(self, ack, event: dict, body: dict, client: AsyncWebClient, context) -> None:
         """The Home tab gets its view; the Messages tab (the agent view) its suggested prompts."""
         await ack()
-        scope = f"slack:{body.get('team_id') or getattr(context, 'team_id', None) or ''}"
+        scope = f"slack:{team_of(body, event, context)}"
         user, tab = event.get("user") or "", event.get("tab")
         if tab == "home" and user:
             self.tasks.spawn(self.home.opened(client, scope, user), f"home tab for {user}")

@@ -263,7 +263,11 @@ async def refetch_files(client: AsyncWebClient, event: dict) -> dict:
 
 
 def team_of(body: dict, event: dict, context) -> str:
-    return body.get("team_id") or event.get("team") or getattr(context, "team_id", None) or ""
+    """The workspace whose documents, thread memory, limits and usage a message belongs to: the one the
+    app is installed in, as Bolt reads it (an event from a channel shared with another workspace names
+    that workspace as its team_id, and the installation in its authorizations); what slash commands
+    and the Home tab use too, so the limit, the usage shown and the refusal agree."""
+    return getattr(context, "team_id", None) or body.get("team_id") or event.get("team") or ""
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:

@@ -664,6 +664,32 @@ async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_h
     assert fake.calls_to("reactions.remove")  # the working indicator is cleared on failure too
 
 
+async def test_the_workspace_limit_usage_and_refusal_follow_one_workspace(make_harness, fake, tmp_path):
+    # Before: the workspace was read from an event's team_id first, which a channel shared from another
+    # workspace sets to that workspace: its questions were counted, and refused, against the wrong one.
+    harness = await make_harness(settings=base_settings(fake, tmp_path).with_(workspace_questions_per_day=2))
+    for n in range(2):
+        await harness.mention(f"What is the weight, take {n}?", team="T1")
+    await harness.bot.drain()
+    # A channel T2 shares with T1, where the app is installed: Slack names T2 as the event's team_id and the
+    # installation in its authorizations. It is T1's question.
+    shared = {"type": "app_mention", "user": "U7", "text": f"<@{BOT_USER_ID}> What is the X200 weight?",
+              "ts": harness._ts(), "channel": "CSHARED", "event_ts": "1", "team": "T2"}
+    fake.add_message("CSHARED", {k: shared[k] for k in ("ts", "user", "text")})
+    body = {"token": "legacy", "team_id": "T2", "api_app_id": "A1", "type": "event_callback", "event_id": "EvSHARED",
+            "event_time": int(time.time()), "event": shared,
+            "authorizations": [{"team_id": "T1", "user_id": BOT_USER_ID, "is_bot": True}]}
+    await harness.dispatch(json.dumps(body), "application/json")
+    other, _ = await harness.mention("What is the X200 weight?", team="T2")  # T2's own installation
+    await harness.bot.drain()
+    refusals = [p for p in fake.posts(shared["ts"]) if "This workspace has asked 2 questions" in p.params["text"]]
+    assert len(refusals) == 1  # posted once
+    assert "has asked" not in fake.thread_text(other["ts"])
+    t1 = (await harness.command("status", team="T1")).body
+    t2 = (await harness.command("status", team="T2")).body
+    assert "usage today (UTC): 2 questions" in t1 and "usage today (UTC): 1 question," in t2
+
+
 # ----- /pixelrag --------------------------------------------------------------------------------------
 
 async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
