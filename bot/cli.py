@@ -56,7 +56,11 @@ def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
     out: list[str] = []
     for source in sources:
         folder = Path(source)
-        if not folder.is_dir():
+        try:
+            is_folder = folder.is_dir()
+        except OSError:  # a name too long for the file system: refused with its reason when read
+            is_folder = False
+        if not is_folder:
             out.append(source)
             continue
         if titled:
@@ -175,6 +179,8 @@ async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:
         stores = [thread_memory(settings, p) for p in paths if p.exists()]
     try:
         return await usage.summary(stores, None, None)
+    except PixelragError as exc:  # the index's status stands without it
+        return {"usage": f"unknown: {exc}"}
     finally:
         for store in stores:
             await store.close()

@@ -97,7 +97,20 @@ def print_answer(answer: Answer) -> None:
 
 
 def save_images(answer: Answer, out_dir: Path) -> Answer:
-    """Write each citation's images to `out_dir`; the answer with their paths (printed, and in --json)."""
+    """Write each citation's images to `out_dir`; the answer with their paths (printed, and in --json). A
+    folder that cannot be written is said on stderr, and the answer is shown without them."""
+    try:
+        return _save_images(answer, out_dir)
+    except OSError as exc:
+        print(
+            f"pixelrag: the page images were not written to {out_dir} ({exc.strerror or exc}); "
+            "give --out a folder that can be written.",
+            file=sys.stderr,
+        )
+        return answer
+
+
+def _save_images(answer: Answer, out_dir: Path) -> Answer:
     out_dir.mkdir(parents=True, exist_ok=True)
     saved = []
     for n, c in enumerate(answer.citations, 1):

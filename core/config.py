@@ -65,7 +65,12 @@ def load_settings(
     """Settings from the environment and .env; variables starting with `extra_prefixes` (the chat
     adapters' SLACK_*, DISCORD_*) are passed through in `extra` for the adapters to read."""
     # .env as python-dotenv reads it (quotes, `export`, comments); real environment variables win.
-    values = {k: v for k, v in dotenv_values(dotenv).items() if v is not None} if dotenv and dotenv.is_file() else {}
+    try:
+        values = (
+            {k: v for k, v in dotenv_values(dotenv).items() if v is not None} if dotenv and dotenv.is_file() else {}
+        )
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{dotenv}: not UTF-8 text (byte {exc.start} cannot be read); save it as UTF-8.") from None
     values.update(os.environ if env is None else env)
 
     def num(name: str, default, lo, hi, cast=int):

@@ -87,14 +87,26 @@ async def read_source(path_or_url: str, settings: Settings) -> Source:
 
 
 def read_file(path: Path, settings: Settings) -> Source:
-    if path.is_dir():
-        raise BadInput(f"{path}: a folder, not a PDF file.")
-    if not path.is_file():
-        raise BadInput(f"{path}: no such file.")
-    size = path.stat().st_size
-    if size > settings.max_pdf_bytes:
-        raise BadInput(f"{path.name}: {size / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
-    return Source(path.read_bytes(), path.name, str(path.resolve()))
+    shown = readable_path(path)
+    try:
+        if path.is_dir():
+            raise BadInput(f"{shown}: a folder, not a PDF file.")
+        if not path.is_file():
+            raise BadInput(f"{shown}: no such file.")
+        size = path.stat().st_size
+        if size > settings.max_pdf_bytes:
+            raise BadInput(f"{shown}: {size / 1e6:.0f} MB is over the {settings.max_pdf_bytes / 1e6:.0f} MB limit.")
+        data = path.read_bytes()
+    except OSError as exc:  # a name too long for the file system, a file that cannot be read
+        raise BadInput(f"{shown}: {exc.strerror or exc}.") from None
+    # Stored and shown as text: a name that is not UTF-8 keeps its other characters.
+    return Source(data, readable_path(Path(path.name)), readable_path(path.resolve()))
+
+
+def readable_path(path: Path) -> str:
+    """A path as text that can be stored and shown: bytes of a name that are not UTF-8 (which Python keeps
+    as lone surrogates, refused by JSON and PostgreSQL) become U+FFFD."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def recorded_path(pdf: Path) -> Path:

@@ -229,11 +229,16 @@ class Indexer:
                 ) as build:
                     return await self._build_locked(build, loaded, progress, refused, warnings, refresh, drop)
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                cause = f"The disk holding the index is full ({exc.strerror})"
+                remedy = "Free some space, then index again."
+            elif exc.errno == errno.EFBIG:
+                cause = f"A file of the index would pass the largest file size this system allows ({exc.strerror})"
+                remedy = "Raise that limit (`ulimit -f`), then index again."
+            else:
                 raise
             raise IndexProblem(
-                f"The disk holding the index is full ({exc.strerror}): nothing was indexed, and "
-                "what was indexed before is still searched. Free some space, then index again."
+                f"{cause}: nothing was indexed, and what was indexed before is still searched. {remedy}"
             ) from exc
         finally:
             self._building -= keys

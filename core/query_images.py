@@ -22,6 +22,9 @@ MAX_IMAGES = 6  # gemini-embedding-2 takes at most 6 images per content
 MAX_SIDE = 2048  # enough for OCR of screen text and more than the models look at
 IMAGES_BUDGET = 2_800_000  # bytes for all images of one query: ~3.7 MB once base64-encoded
 MIN_SIDE = 320  # below this a screenshot's text is no longer readable; stop shrinking
+# A side more than this many times the other is a sliver, not a screenshot: shrunk to MAX_SIDE, its short
+# side would be a pixel or none, which OCR and the models refuse.
+MAX_ASPECT = 100
 JPEG_QUALITIES = (90, 80, 70)
 EXIF_ORIENTATION = 0x0112
 # How chat platforms label the same images (a content type, or only a file name).
@@ -68,6 +71,11 @@ def open_image(image: QueryImage, max_bytes: int) -> Image.Image:
             raise BadInput(
                 f"{image.name}: {w}x{h} pixels is too large to read (over {MAX_PIXELS // 1_000_000} "
                 "million pixels); send a smaller screenshot."
+            )
+        if max(w, h) > MAX_ASPECT * min(w, h):
+            raise BadInput(
+                f"{image.name}: {w}x{h} pixels is a sliver, not a screenshot (one side is over {MAX_ASPECT} "
+                "times the other); send a screenshot of the part of the page you mean."
             )
         try:
             img.load()

@@ -13,12 +13,6 @@ from pathlib import Path
 from ..errors import IndexProblem
 
 
-def write_once(path: Path, data: bytes) -> None:
-    """A content-addressed file: written unless it is there already."""
-    if not path.is_file():
-        write_replacing(path, data)
-
-
 def write_replacing(path: Path, data: bytes) -> None:
     """`data` at `path`, whole or not at all: written under a temporary name (removed again when the
     write fails, on a full disk say), then renamed over the old file."""

@@ -30,7 +30,7 @@ from ..errors import IndexProblem
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index, lexical_texts
 from ..records import Document, Page
-from .disk import BuildLock, fsync_dir, sha256_file, write_once, write_replacing
+from .disk import BuildLock, fsync_dir, sha256_file, write_replacing
 from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
 
 FORMAT = 1
@@ -50,16 +50,22 @@ class IndexStore:
     def page_image_path(self, content_hash: str) -> Path:
         return self.root / "pages" / f"{content_hash}.jpg"
 
-    def save_source(self, document: Document, data: bytes) -> None:
-        path = self.source_path(document.sha256)
+    def save_source(self, document: Document, data: bytes) -> list[Path]:
+        """The PDF and its record of what it was indexed as; the files this created (none were there)."""
+        path, record = self.source_path(document.sha256), recorded_path(self.source_path(document.sha256))
+        created = [p for p in (path, record) if not p.exists()]
         if not path.is_file() or sha256_file(path) != document.sha256:  # a damaged copy is replaced
             write_replacing(path, data)
-        record = recorded_path(self.source_path(document.sha256))
         kept = [d for d in read_recorded(record) if (d.scope, d.doc_id) != (document.scope, document.doc_id)]
         write_replacing(record, json.dumps([asdict(d) for d in kept + [document]], ensure_ascii=False).encode())
+        return created
 
-    def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
-        write_once(self.page_image_path(content_hash), jpeg)
+    def save_page_image(self, content_hash: str, jpeg: bytes) -> list[Path]:
+        path = self.page_image_path(content_hash)
+        if path.is_file():
+            return []
+        write_replacing(path, jpeg)
+        return [path]
 
     # --- building ------------------------------------------------------------------------------
     def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> BuildLock:

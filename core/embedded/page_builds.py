@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -32,6 +33,7 @@ class EmbeddedBuild:
         self.documents = list(previous.documents) if previous else []
         self.pages_total = len(previous.pages) if previous else 0
         self.unsourced = previous.unsourced if previous else frozenset()
+        self.created: list[Path] = []  # files no snapshot lists yet: removed again when the build fails
 
     @functools.cached_property
     def _rows(self) -> dict[str, np.ndarray]:
@@ -45,10 +47,16 @@ class EmbeddedBuild:
         return {h: (self._pages[h], self._rows[h]) for h in content_hashes if h in self._pages and h in self._rows}
 
     async def save_source(self, document: Document, data: bytes) -> None:
-        await asyncio.to_thread(self.store.save_source, document, data)
+        self.created += await asyncio.to_thread(self.store.save_source, document, data)
 
     async def save_page_image(self, content_hash: str, jpeg: bytes) -> None:
-        await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)
+        self.created += await asyncio.to_thread(self.store.save_page_image, content_hash, jpeg)
+
+    def discard_created(self) -> None:
+        """After a failed build: what it stored for documents never published (a full disk gets its
+        space back; a refused PDF leaves no orphan behind)."""
+        for path in self.created:
+            path.unlink(missing_ok=True)
 
     def _previous_lexical(self) -> LexicalIndex | None:
         """The previous snapshot's BM25, when a new one can extend it: read whole, of this terms version,
@@ -90,6 +98,7 @@ class EmbeddedBuild:
         reuse = (earlier, kept) if earlier is not None else None
         name = await asyncio.to_thread(self.store.write_snapshot, built_with, documents, pages, vectors, reuse)
         await asyncio.to_thread(self.store.publish, name)
+        self.created = []  # the snapshot lists them now
         return name, len(pages)
 
 
@@ -109,4 +118,9 @@ async def embedded_build(
             log.warning("building over a damaged index: %s", exc)
             previous, recovered = await asyncio.to_thread(recover, store, exc, warnings)
             damaged = True
-        yield EmbeddedBuild(store, previous, damaged, recovered)
+        build = EmbeddedBuild(store, previous, damaged, recovered)
+        try:
+            yield build
+        except BaseException:
+            await asyncio.to_thread(build.discard_created)
+            raise

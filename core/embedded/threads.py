@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Mapping
@@ -93,15 +94,28 @@ class ThreadStore:
                 db = await aiosqlite.connect(self.path)
                 try:
                     await migrate(db)
-                    await db.execute(
-                        "DELETE FROM events WHERE done = 1 AND created < ?", (time.time() - KEEP_EVENTS_S,)
-                    )
-                    await db.commit()
+                    await self._prune(db)
+                except sqlite3.DatabaseError as exc:  # not a database, damaged, or one that cannot be written
+                    await db.close()
+                    raise IndexProblem(
+                        f"{self.path}: the thread memory cannot be used ({exc}). Move the file aside (a new one "
+                        "is started, without the threads' history) or make it writable."
+                    ) from None
                 except BaseException:
                     await db.close()
                     raise
                 self._db = db
         return self
+
+    async def _prune(self, db: aiosqlite.Connection) -> None:
+        """Deliveries finished long ago dropped; left for later where the file may only be read."""
+        try:
+            await db.execute("DELETE FROM events WHERE done = 1 AND created < ?", (time.time() - KEEP_EVENTS_S,))
+            await db.commit()
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc):
+                raise
+            await db.rollback()
 
     async def close(self) -> None:
         self._closed = True

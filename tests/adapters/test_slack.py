@@ -289,6 +289,20 @@ async def test_screenshot_is_downloaded_with_the_bot_token_and_used(slack: Harne
     assert "x200-datasheet.pdf, p." in slack.fake.thread_text(event["ts"])
 
 
+async def test_a_sliver_of_a_screenshot_is_named_and_the_question_answered(slack: Harness):
+    # Before: OCR's ResizeImgError ended the question with "something went wrong", the file not named.
+    files = []
+    for name, size in (("tall.png", (1, 60000)), ("wide.png", (60000, 1))):
+        buf = io.BytesIO()
+        Image.new("RGB", size, "white").save(buf, "PNG")
+        files.append(slack.image_file(name, buf.getvalue()))
+    event, _ = await slack.mention("What is the X200 weight?", files=files)
+    await slack.bot.drain()
+    thread = slack.fake.thread_text(event["ts"])
+    assert "tall.png: 1x60000 pixels is a sliver" in thread and "wide.png: 60000x1 pixels is a sliver" in thread
+    assert "14 kg" in thread and "went wrong" not in thread
+
+
 def screenshot_of(pdf: bytes, page: int, dpi: int = 200, noise: int = 6) -> bytes:
     """A real render of a page, with the faint noise of a photographed or scaled screen (so that it
     compresses like a real screenshot: a few hundred KB, not 40)."""

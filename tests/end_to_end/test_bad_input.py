@@ -193,6 +193,9 @@ def test_screenshot_validation():
         validate_query_image(QueryImage(png_bytes((10_000, 10_000), "1"), "", "bomb.png"), 5_000_000)
     with pytest.raises(BadInput, match="40 MB is over the 5 MB limit"):
         validate_query_image(QueryImage(b"0" * 40_000_000, "", "big.png"), 5_000_000)
+    for size in ((1, 60000), (60000, 1)):  # Before: rapidocr's ResizeImgError, the file not named
+        with pytest.raises(BadInput, match=r"sliver\.png: .* is a sliver, not a screenshot"):
+            validate_query_image(QueryImage(png_bytes(size), "", "sliver.png"), 5_000_000)
 
 
 async def test_a_trickling_download_meets_its_total_deadline(pdf_server, settings):

@@ -244,11 +244,36 @@ def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monke
         raise OSError(errno.ENOSPC, "No space left on device")
 
     before = IndexStore(Path("index")).active_name()
+    files = sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir())
     monkeypatch.setattr(core.embedded.index_folder, "write_words", full)
     code, _, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 2 and err.startswith("pixelrag: The disk holding the index is full (No space left on device)")
     assert "Traceback" not in err and IndexStore(Path("index")).active_name() == before
     assert not [p for p in Path("index/snapshots").iterdir() if p.name.startswith(".tmp-")]
+    assert titles() == ["pump.pdf", "relay.pdf"]
+    # Before: valve.pdf's stored copy and its page image stayed, on a disk already full.
+    assert sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir()) == files
+
+
+def test_a_file_size_limit_is_one_line_and_leaves_nothing_behind(three_docs, capsys):
+    # Before: under `ulimit -f`, EFBIG (unlike ENOSPC) was a traceback.
+    import resource
+    import subprocess
+    import sys
+
+    big = text_pdf(Path("big.pdf"), [f"Page {n}. " + "Gear G{n} torque table. " * 200 for n in range(60)])
+    files = sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir())
+    limit = big.stat().st_size // 2  # the stored copy of big.pdf cannot be written
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "index", str(big)], capture_output=True, text=True,
+                          preexec_fn=limited, timeout=600)
+    assert done.returncode == 2, done.stderr
+    assert "largest file size this system allows" in done.stderr and "ulimit -f" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir()) == files
     assert titles() == ["pump.pdf", "relay.pdf"]
 
 
@@ -322,3 +347,64 @@ def test_a_build_that_would_lose_a_damaged_document_refuses_until_repair(three_d
     assert code == 0 and titles() == ["relay.pdf"]
     assert run(capsys, "index", str(three_docs["pump"]), str(three_docs["valve"]))[0] == 0
     assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_and_leaves_no_orphan(three_docs, capsys):
+    # Before: UnicodeEncodeError writing its record, and its PDF stayed in sources/ with no snapshot.
+    name = os.fsdecode(b"valve-\xff.pdf")
+    Path(name).write_bytes(three_docs["valve"].read_bytes())
+    code, out, err = run(capsys, "index", name)
+    assert code == 0 and "Traceback" not in err, err
+    assert "valve-\ufffd.pdf" in titles()
+    assert not IndexStore(Path("index")).orphaned_sources(IndexStore(Path("index")).open())
+
+
+def test_an_argument_too_long_for_a_file_name_is_one_line(env, capsys):
+    # Before: ENAMETOOLONG from the folder check, a traceback.
+    code, out, err = run(capsys, "index", "a" * 300 + ".pdf")
+    assert code == 2 and "File name too long" in err and "Traceback" not in err, err
+
+
+def test_a_dotenv_that_is_not_utf8_is_one_line(env, capsys):
+    Path(".env").write_bytes(b"PIXELRAG_BACKEND=local\nSLACK_BOT_TOKEN=caf\xe9\n")
+    code, out, err = run(capsys, "status")
+    assert code == 2 and err.startswith("pixelrag: .env: not UTF-8 text (byte") and "Traceback" not in err, err
+
+
+def test_status_over_a_damaged_thread_memory_says_so_and_shows_the_index(three_docs, capsys):
+    # Before: "file is not a database", a traceback, and nothing of the index shown.
+    Path("index/slack-threads.sqlite").write_bytes(b"not a database, whatever its name says" * 100)
+    code, out, err = run(capsys, "status")
+    assert code == 0 and "Traceback" not in err, err
+    assert "usage: unknown: index/slack-threads.sqlite: the thread memory cannot be used" in out
+    assert "relay.pdf (1 pages, shared)" in out
+
+
+def test_status_and_ask_on_a_read_only_mount(three_docs, capsys, tmp_path_factory):
+    # Before: status tried to write the thread memory (pruning) and ask to create out/: tracebacks.
+    import asyncio
+    import subprocess
+
+    from core.embedded.threads import ThreadStore
+
+    async def one_question() -> None:  # a thread memory with something in it, as a bot leaves it
+        store = await ThreadStore(Path("index/slack-threads.sqlite")).open()
+        await store.record_question("slack", "T1", "U1", 1.0)
+        await store.close()
+
+    asyncio.run(one_question())
+    here, mounted = Path.cwd(), tmp_path_factory.mktemp("read-only")
+    if subprocess.run(["mount", "--bind", str(here), str(mounted)], capture_output=True).returncode:
+        pytest.skip("mount --bind is not allowed here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(mounted)], capture_output=True).returncode:
+            pytest.skip("a read-only remount is not allowed here")
+        os.chdir(mounted)
+        code, out, err = run(capsys, "status")
+        assert code == 0 and "Traceback" not in err and "relay.pdf" in out, err
+        code, out, err = run(capsys, "ask", "What is the weight of the pump?")
+        assert code == 0 and "2.6 kg" in out and "Traceback" not in err, err
+        assert "the page images were not written to out (Read-only file system)" in err
+    finally:
+        os.chdir(here)
+        subprocess.run(["umount", str(mounted)], capture_output=True)
