@@ -146,10 +146,10 @@ async def cmd_ask(args) -> int:
 async def cmd_status(args) -> int:
     service = Service(_settings(args))
     # Every check, source PDFs hashed: status is also the index's health check.
-    documents, unsourced = await service.verify()
+    documents, problems = await service.verify()
     status = await service.status()
-    if unsourced:
-        status["stored_pdfs_missing"] = [d.title for d in unsourced]
+    if problems:
+        status["problems"] = problems
     status.update(await usage_of_every_workspace(service.settings))
     status["documents_list"] = [
         {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}

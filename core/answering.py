@@ -248,10 +248,15 @@ class Answerer:
         failed: dict[int, str] = {}
 
         def draw(key: tuple[str, int]) -> None:
-            image = None
+            first = of_page[key][0]
+            try:
+                image = cites.PageImage(pages[key].jpeg)
+            except OSError as exc:  # said once for the page, without a traceback: the reason is known
+                log.warning("the images of %s cannot be drawn: %s", accepted[first].label, exc)
+                failed[first] = f"Images for {accepted[first].label} could not be drawn ({exc})."
+                return
             for i in of_page[key]:
                 try:
-                    image = image or cites.PageImage(pages[key].jpeg)
                     accepted[i] = cites.with_images(accepted[i], image)
                 except OSError as exc:
                     log.exception("could not draw citation images")

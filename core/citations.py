@@ -107,6 +107,8 @@ class PageImage:
                 self.full = img.convert("RGB")
         except Image.DecompressionBombError as exc:  # a huge page indexed before pages were capped
             raise OSError("the page image is too large to draw; index its document again") from exc
+        except (OSError, SyntaxError, ValueError) as exc:  # what PIL raises for a file that is no image
+            raise OSError("the stored page image is damaged; `pixelrag reindex` draws it again") from exc
         self._preview: Image.Image | None = None
 
     @property

@@ -255,7 +255,7 @@ class Indexer:
     ) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
-        items = list(loaded) + build.recovered
+        items = list(loaded) + build.recovered + await self._to_redraw(build, warnings)
         if build.built_with is not None:
             backend.check_index(build.built_with)
         if drop and not any(d.doc_id == drop.doc_id for d in build.documents):
@@ -271,7 +271,7 @@ class Indexer:
                 continue
             seen.add((where, source.sha256))
             same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
-            if same and not refresh:
+            if same and not refresh and same.doc_id not in build.redraw:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
                 if same.doc_id in build.unsourced:  # its stored copy was lost: this is the same PDF
                     await build.save_source(same, source.data)
@@ -336,6 +336,24 @@ class Indexer:
             tuple(unchanged),
             tuple(warnings),
         )
+
+    async def _to_redraw(self, build: IndexBuild, warnings: list[str]) -> list[tuple[Source, str, str]]:
+        """The documents with a damaged page image, from their stored PDFs: built again, their pages'
+        words and vectors reused, their images drawn anew."""
+        out = []
+        for doc in build.documents:
+            if doc.doc_id not in build.redraw:
+                continue
+            stored = await self.pages.source(doc.sha256)
+            if stored is None:
+                warnings.append(
+                    f"{doc.title}: some of its page images are damaged and its stored PDF is missing; index it "
+                    f"again (from {hide_credentials(doc.source)}) to draw them anew."
+                )
+                continue
+            out.append((Source(stored, doc.file_name, doc.source), doc.title, doc.scope))
+            warnings.append(f"{doc.title}: its damaged page images were drawn again from its stored PDF.")
+        return out
 
     async def _build_document(
         self,

@@ -106,6 +106,7 @@ class IndexBuild(Protocol):
     damaged: bool  # the published state was damaged and is being rebuilt (embedded store)
     recovered: list  # (Source, title, scope) of damaged documents to rebuild from their stored PDFs
     unsourced: frozenset[str]  # doc_ids whose stored PDF is missing: kept, but not rebuildable from it
+    redraw: frozenset[str]  # doc_ids with a damaged page image: drawn again from the stored PDF
 
     async def reusable(self, content_hashes: Sequence[str]) -> dict[str, tuple[Page, np.ndarray]]:
         """Published pages with these pixels: their words (OCR included) and vector rows, to reuse."""
@@ -139,9 +140,9 @@ class PageStore(PageIndex, Protocol):
         """After damage: the newest intact state published, stray PDFs set aside with what they were
         indexed as; (what is published, [(path, documents)]). BadInput where nothing can be half-published."""
 
-    async def verify(self) -> tuple[list[Document], list[Document]]:
+    async def verify(self) -> tuple[list[Document], list[str]]:
         """Every document, the store checked as thoroughly as it can be (IndexProblem when damaged); and
-        those whose stored PDF is missing or damaged (still searched, but not rebuildable from it)."""
+        what is wrong that does not stop the index from answering (a stored PDF or page image damaged)."""
 
     async def close(self) -> None:
         """Let go of what the store holds open (a database's connections)."""

@@ -91,9 +91,9 @@ class Service:
         """Every scope's documents, for the operator (exports, evaluation)."""
         return await self.pages.all_documents()
 
-    async def verify(self) -> tuple[list[Document], list[Document]]:
+    async def verify(self) -> tuple[list[Document], list[str]]:
         """Every document, the index checked as thoroughly as its store can (IndexProblem when damaged);
-        and those whose stored PDF is missing or damaged."""
+        and what is wrong that does not stop it from answering."""
         return await self.pages.verify()
 
     async def warm_up(self) -> None:

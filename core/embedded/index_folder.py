@@ -39,6 +39,18 @@ LEXICAL_FILE = "lexical.npz"
 MANIFEST_KEYS = {"format", "name", "built_with", "documents", "pages", "vectors"}
 
 
+def is_jpeg(path: Path) -> bool:
+    """Whether a page image still starts and ends as a JPEG does (what garbage or a cut file fails): cheap
+    enough to ask of every page when a build or `status` opens the index."""
+    try:
+        with open(path, "rb") as image:
+            head = image.read(3)
+            image.seek(-2, os.SEEK_END)
+            return head == b"\xff\xd8\xff" and image.read(2) == b"\xff\xd9"
+    except OSError:
+        return False
+
+
 class IndexStore:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -62,10 +74,11 @@ class IndexStore:
 
     def save_page_image(self, content_hash: str, jpeg: bytes) -> list[Path]:
         path = self.page_image_path(content_hash)
-        if path.is_file():
+        if path.is_file() and is_jpeg(path):
             return []
-        write_replacing(path, jpeg)
-        return [path]
+        created = [] if path.exists() else [path]
+        write_replacing(path, jpeg)  # new, or in place of a damaged one
+        return created
 
     # --- building ------------------------------------------------------------------------------
     def lock(self, on_wait: Callable[[str], None] = lambda holder: None) -> BuildLock:
@@ -100,6 +113,11 @@ class IndexStore:
             + uuid.uuid4().hex[:4]
         )
         tmp = self.root / "snapshots" / f".tmp-{name}"
+        if tmp.parent.exists() and not tmp.parent.is_dir():
+            raise IndexProblem(
+                f"Index {self.root}: {tmp.parent} is a file, not a folder; `pixelrag repair --index {self.root}` "
+                "sets its PDFs aside to be indexed again."
+            )
         tmp.mkdir(parents=True)
         try:
             self._write_snapshot_files(tmp, name, built_with, documents, pages, page_vectors, reuse)
@@ -225,6 +243,9 @@ class IndexStore:
     def repair(self) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
         """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/, each with
         the documents it was indexed as (its record, else what any readable manifest says of it)."""
+        for part in ("snapshots", "pages"):  # a file in a folder's place holds nothing of the index
+            if (self.root / part).exists() and not (self.root / part).is_dir():
+                (self.root / part).unlink()
         intact = self.newest_intact()
         moved = []
         for path in self.orphaned_sources(intact):
@@ -297,6 +318,11 @@ class IndexStore:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise IndexProblem(f"Index {self.root}: snapshot {name} has no manifest.json; rebuild the index.") from None
+        except OSError as exc:  # snapshots/ replaced by a file, say
+            raise IndexProblem(
+                f"Index {self.root}: snapshot {name} cannot be read ({exc.strerror}); `pixelrag repair --index "
+                f"{self.root}` makes the newest intact snapshot active."
+            ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise IndexProblem(f"Index {self.root}: snapshot {name} has a damaged manifest ({exc}).") from None
         if not isinstance(manifest, dict) or not MANIFEST_KEYS <= set(manifest):
@@ -349,6 +375,9 @@ class IndexStore:
             folder / WORDS_FILE if serving else None,
             offsets,
             self.unsourced(documents, hashed=not serving),
+            frozenset()
+            if serving
+            else frozenset(p.doc_id for p in pages if not is_jpeg(self.page_image_path(p.content_hash))),
         )
 
     def unsourced(self, documents: list[Document], hashed: bool) -> frozenset[str]:

@@ -33,6 +33,7 @@ class EmbeddedBuild:
         self.documents = list(previous.documents) if previous else []
         self.pages_total = len(previous.pages) if previous else 0
         self.unsourced = previous.unsourced if previous else frozenset()
+        self.redraw = previous.redraw if previous else frozenset()
         self.created: list[Path] = []  # files no snapshot lists yet: removed again when the build fails
 
     @functools.cached_property

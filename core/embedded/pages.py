@@ -114,12 +114,21 @@ class EmbeddedPages:
         with await asyncio.to_thread(self.store.lock):
             return await asyncio.to_thread(self.store.repair)
 
-    async def verify(self) -> tuple[list[Document], list[Document]]:
-        """The active snapshot opened with every check, its source PDFs hashed."""
+    async def verify(self) -> tuple[list[Document], list[str]]:
+        """The active snapshot opened with every check, its source PDFs hashed, its page images looked at."""
         snapshot = await asyncio.to_thread(self.store.open)
         if snapshot is None:
             return [], []
-        return snapshot.documents, [d for d in snapshot.documents if d.doc_id in snapshot.unsourced]
+        docs = snapshot.documents
+        return docs, [
+            f"{d.title}: its stored PDF is missing or damaged (index it again to store it anew)"
+            for d in docs
+            if d.doc_id in snapshot.unsourced
+        ] + [
+            f"{d.title}: some of its page images are damaged (the next build draws them again)"
+            for d in docs
+            if d.doc_id in snapshot.redraw
+        ]
 
     async def status(self, scope: str | None = None) -> dict:
         catalog = self.store.catalog()

@@ -43,6 +43,7 @@ class Snapshot:
     # doc_ids whose stored PDF is missing (or, checked by hash, damaged): their pages still serve and
     # are carried into the next build, but they cannot be rebuilt from the stored copy.
     unsourced: frozenset[str] = frozenset()
+    redraw: frozenset[str] = frozenset()  # doc_ids with a damaged page image (checked when opened for a build)
 
     def page(self, i: int) -> Page:
         """Page i with its words."""

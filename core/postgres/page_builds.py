@@ -28,6 +28,7 @@ class PostgresBuild:
     damaged = False
     recovered: list = []
     unsourced: frozenset[str] = frozenset()  # the database keeps every source PDF with its pages
+    redraw: frozenset[str] = frozenset()  # and every page image
     name: str | None  # these four are set by start()
     built_with: dict | None
     documents: list[Document]

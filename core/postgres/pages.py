@@ -117,7 +117,7 @@ class PostgresPages:
     async def repair(self) -> tuple[str | None, list]:
         raise BadInput("repair is for an index folder; a database index is never left half-published.")
 
-    async def verify(self) -> tuple[list[Document], list[Document]]:
+    async def verify(self) -> tuple[list[Document], list[str]]:
         """A database is never half-published, and keeps every PDF with its pages: its documents."""
         return await self.all_documents(), []
 

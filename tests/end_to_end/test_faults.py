@@ -307,7 +307,7 @@ def test_documents_whose_stored_pdfs_are_gone_are_kept_by_a_build(three_docs, ca
     code, out, err = run(capsys, "ask", "What is the weight of the pump?", "--retrieve-only")
     assert code == 0 and "1. pump.pdf" in out, out + err
     code, out, err = run(capsys, "status")
-    assert code == 0 and "stored_pdfs_missing: ['relay.pdf', 'pump.pdf']" in out, out + err
+    assert code == 0 and "problems: ['relay.pdf: its stored PDF is missing" in out and "'pump.pdf: its stored" in out
     code, out, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 0, err
     assert titles() == ["pump.pdf", "relay.pdf", "valve.pdf"]
@@ -408,3 +408,34 @@ def test_status_and_ask_on_a_read_only_mount(three_docs, capsys, tmp_path_factor
     finally:
         os.chdir(here)
         subprocess.run(["umount", str(mounted)], capture_output=True)
+
+
+def test_damaged_page_images_are_said_once_and_drawn_again_by_the_next_build(three_docs, capsys):
+    # Before: every question logged a PIL traceback per citation, and no build noticed or redrew them.
+    for image in Path("index/pages").glob("*.jpg"):
+        image.write_bytes(b"garbage")
+    code, out, err = run(capsys, "ask", "What is the weight of the pump?")
+    assert code == 0 and "2.6 kg" in out and "Traceback" not in err, err
+    assert out.count("the stored page image is damaged") == 1  # one note for the page cited
+    code, out, err = run(capsys, "status")
+    assert code == 0 and "pump.pdf: some of its page images are damaged" in out, out + err
+    code, out, err = run(capsys, "index", str(three_docs["valve"]))
+    assert code == 0 and "pump.pdf: its damaged page images were drawn again from its stored PDF" in out, out + err
+    assert all(image.read_bytes()[:3] == b"\xff\xd8\xff" for image in Path("index/pages").glob("*.jpg"))
+    code, out, err = run(capsys, "ask", "What is the weight of the pump?")
+    assert code == 0 and "could not be drawn" not in out
+
+
+def test_snapshots_replaced_by_a_file_is_one_line_and_repair_recovers(three_docs, capsys):
+    # Before: NotADirectoryError tracebacks from ask, status, index and repair alike.
+    import shutil
+
+    shutil.rmtree("index/snapshots")
+    Path("index/snapshots").write_text("not a folder")
+    for command in (["ask", "pump weight"], ["status"], ["index", str(three_docs["valve"])]):
+        code, out, err = run(capsys, *command)
+        assert code == 2 and "pixelrag repair" in err and "Traceback" not in err, err
+    code, out, err = run(capsys, "repair")
+    assert code == 0 and "moved to be indexed again" in out, out + err
+    assert run(capsys, "index", "index/recovered")[0] == 0
+    assert titles() == ["pump.pdf", "relay.pdf"]
