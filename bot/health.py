@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core import Service, watch_loop_lag
@@ -28,6 +29,25 @@ def readiness(service: Service, connected: Check | None = None) -> Check:
         return await service.readiness() or (await connected() if connected else None)
 
     return check
+
+
+class BadRequestsInOneLine(logging.Filter):
+    """aiohttp logs a request it cannot parse (a header over its 8 KB, say) as an error with a traceback;
+    the client has its 400 already, so one warning line says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError) and record.name == "aiohttp.server":
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "refused a malformed HTTP request (%s)", (error.message,)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def quiet_bad_requests() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, BadRequestsInOneLine) for f in server_log.filters):
+        server_log.addFilter(BadRequestsInOneLine())
 
 
 def add_routes(app: web.Application, service: Service, connected: Check | None = None) -> None:
@@ -49,6 +69,7 @@ def add_routes(app: web.Application, service: Service, connected: Check | None =
         yield
         lag.cancel()
 
+    quiet_bad_requests()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

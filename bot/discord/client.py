@@ -3,12 +3,14 @@ and the service, logs in and runs until stopped."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+import aiohttp
 import discord
 from discord.ext import commands
 
-from core import BadInput, Service, Settings, ThreadMemory, thread_memory
+from core import BadInput, Service, Settings, ThreadMemory, failure_reason, thread_memory
 
 from ..health import Check, serve_health
 from .cogs import DocumentsCog, QuestionsCog
@@ -17,6 +19,8 @@ from .handlers import DiscordHandlers
 from .settings import DiscordSettings, threads_db
 
 log = logging.getLogger("pixelrag.discord")
+
+LOGIN_RETRY_FIRST_S, LOGIN_RETRY_MAX_S = 1.0, 60.0  # waits between logins while Discord cannot be reached
 
 
 class PixelragBot(commands.Bot):
@@ -87,11 +91,25 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
     threads = await thread_memory(settings, threads_db(settings)).open()
     service = Service(settings)
     await service.warm_up()
-    client = build_client(service, threads, settings, options)
-    probes = await serve_health(health_port, service, gateway_connected(client)) if health_port else None
+    clients: list[PixelragBot] = []  # the one trying now: a failed login leaves nothing to reuse
+
+    async def connected() -> str | None:
+        return await gateway_connected(clients[-1])() if clients else "not connected to Discord's gateway"
+
+    probes = await serve_health(health_port, service, connected) if health_port else None
     try:
-        async with client:
-            await client.start(options.token)
+        wait = LOGIN_RETRY_FIRST_S
+        while True:
+            clients[:] = [build_client(service, threads, settings, options)]
+            try:
+                async with clients[0]:
+                    await clients[0].start(options.token)  # discord.py reconnects by itself once logged in
+                return
+            except (OSError, TimeoutError, aiohttp.ClientError, discord.DiscordServerError) as exc:
+                # Discord unreachable or failing as the bot starts: said, and tried again until it answers.
+                log.warning("Discord cannot be reached (%s); trying again in %.0f s", failure_reason(exc), wait)
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, LOGIN_RETRY_MAX_S)
     except discord.LoginFailure as exc:
         raise BadInput("Discord refused DISCORD_TOKEN; copy the bot token again from the Developer Portal.") from exc
     except discord.PrivilegedIntentsRequired as exc:

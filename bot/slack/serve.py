@@ -62,6 +62,15 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
         await service.close()
 
 
+def unsigned(headers) -> str | None:
+    """Why a request's signature headers are not Slack's (Bolt would fail on a timestamp that is not a
+    number with a 500, which invites retries), or None."""
+    stamp = headers.get("X-Slack-Request-Timestamp")
+    if stamp is not None and not (stamp.isascii() and stamp.isdigit()):
+        return "the request timestamp is not a number"
+    return None
+
+
 def malformed(body: bytes, content_type: str) -> str | None:
     """Why a request is not one Slack sends (so Bolt, which would fail on it with a traceback and a
     500, is not given it), or None. Slack posts a JSON object (events), or a form: a slash command's
@@ -96,7 +105,9 @@ async def serve_http(app, port: int, service: Service, connected: Check) -> None
 
     @web.middleware
     async def refuse_malformed(request: web.Request, handler):
-        if request.method == "POST" and (reason := malformed(await request.read(), request.content_type)):
+        if request.method == "POST" and (
+            reason := unsigned(request.headers) or malformed(await request.read(), request.content_type)
+        ):
             log.warning("refused a request to %s that Slack would not send: %s", request.path, reason)
             return web.Response(status=400, text=reason)
         return await handler(request)  # the body read here is kept for Bolt to read again

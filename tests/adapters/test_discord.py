@@ -1136,3 +1136,29 @@ async def test_a_password_in_an_index_address_appears_in_no_message(settings, st
         await runner.cleanup()
     assert "Indexed **X200 Dishwasher Manual**" in shown[0] and "HTTP 404" in shown[2]
     assert "hunter2" not in "".join(shown) and r"http://\*\*\*@127.0.0.1" in shown[2]  # "***", escaped
+
+
+async def test_discord_unreachable_at_start_is_said_and_tried_again(tmp_path, monkeypatch, caplog):
+    # Before: aiohttp's ClientConnectorError ended `pixelrag discord` with a traceback.
+    import logging
+
+    from bot.discord import serve
+    from tests.adapters.test_health import get
+
+    monkeypatch.setattr(discord.http.Route, "BASE", f"http://127.0.0.1:{closed_port()}/api/v10")
+    monkeypatch.setattr("bot.discord.client.LOGIN_RETRY_FIRST_S", 0.01)
+    settings = Settings(index_dir=tmp_path / "index", backend="local", extra={"DISCORD_TOKEN": "x.y.z"})
+    probes = closed_port()
+    with caplog.at_level(logging.WARNING):
+        bot = asyncio.ensure_future(serve(settings, health_port=probes))
+        for _ in range(3000):  # until it has tried three times
+            if sum("Discord cannot be reached" in r.getMessage() for r in caplog.records) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        try:
+            assert await get(probes, "/readyz") == (503, "not connected to Discord's gateway\n")
+        finally:
+            bot.cancel()
+            await asyncio.gather(bot, return_exceptions=True)
+    tries = [r for r in caplog.records if "Discord cannot be reached" in r.getMessage()]
+    assert len(tries) >= 3 and not [r for r in caplog.records if r.exc_info]

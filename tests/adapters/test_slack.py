@@ -998,6 +998,16 @@ async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_lin
             lines = [r for r in caplog.records if r.name.startswith(("pixelrag", "aiohttp", "slack_bolt"))]
             assert len(lines) == len(bodies) and not any(r.exc_info for r in lines), caplog.text
             assert all("Slack would not send" in r.getMessage() for r in lines)
+            # Headers no Slack request has: a timestamp that is not a number (before: Bolt's ValueError, a
+            # traceback and a 500 that invites retries), a 100 KB header (before: aiohttp's traceback).
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                for headers in ({"X-Slack-Request-Timestamp": "abc"}, {"X-Padding": "a" * 100_000}):
+                    async with session.post(url, data=b"{}", headers={"Content-Type": "application/json",
+                                                                      "X-Slack-Signature": "v0=00", **headers}) as response:
+                        assert response.status == 400
+            lines = [r for r in caplog.records if r.name.startswith(("pixelrag", "aiohttp", "slack_bolt"))]
+            assert len(lines) == 2 and not any(r.exc_info or r.levelno > logging.WARNING for r in lines), caplog.text
             # A request Slack does send is still answered.
             event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> hi", "ts": "1700009998.000001",
                      "channel": CHANNEL}

@@ -407,7 +407,7 @@ def test_status_and_ask_on_a_read_only_mount(three_docs, capsys, tmp_path_factor
         assert "the page images were not written to out (Read-only file system)" in err
     finally:
         os.chdir(here)
-        subprocess.run(["umount", str(mounted)], capture_output=True)
+        subprocess.run(["umount", "--lazy", str(mounted)], capture_output=True)  # a mapped file may hold it
 
 
 def test_damaged_page_images_are_said_once_and_drawn_again_by_the_next_build(three_docs, capsys):
