@@ -11,7 +11,7 @@ from pathlib import Path
 from core import SHARED_SCOPE, BadInput, PixelragError, Service, Settings, Turn, load_settings
 
 from .logs import configure as configure_logs
-from .terminal import ProgressBar, exit_code, print_answer, print_report, read_image, save_images
+from .terminal import ProgressBar, exit_code, print_answer, print_report, printable, read_image, save_images
 
 
 def _settings(args, existing: bool = True) -> Settings:
@@ -100,7 +100,7 @@ async def cmd_reindex(args) -> int:
 
 async def cmd_remove(args) -> int:
     doc = await Service(_settings(args)).remove(args.scope, args.document, progress=ProgressBar())
-    print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else f"removed: {doc.title}")
+    print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else printable(f"removed: {doc.title}"))
     return 0
 
 
@@ -125,7 +125,7 @@ async def cmd_repair(args) -> int:
     print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
     for path, documents in moved:
         was = "; ".join(f"“{d.title}” ({d.file_name}) in {d.scope}" for d in documents) or "its title is unknown"
-        print(f"moved to be indexed again: {path} — {was}")
+        print(printable(f"moved to be indexed again: {path} — {was}"))
     if moved:
         print(f"to index them again as they were: pixelrag index {moved[0][0].parent}")
     return 0
@@ -158,8 +158,10 @@ async def cmd_status(args) -> int:
     print(
         json.dumps(status, indent=2, ensure_ascii=False)
         if args.json
-        else "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
-        + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"])
+        else printable(
+            "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
+            + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"])
+        )
     )
     return 0
 
@@ -387,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         configure_logs(args.environment, args.verbose)
         return asyncio.run(args.run(args))
     except PixelragError as exc:
-        print(f"pixelrag: {exc}", file=sys.stderr)
+        print(printable(f"pixelrag: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

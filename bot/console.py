@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core import SHARED_SCOPE, Conversation, PixelragError, QueryImage, Service, Settings, ThreadStore
 
-from .terminal import ProgressBar, print_answer, print_report, read_image, save_images
+from .terminal import ProgressBar, print_answer, print_report, printable, read_image, save_images
 
 HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread.
   /image PATH         attach a screenshot (PNG, JPEG, WebP) to the next question
@@ -69,14 +69,14 @@ class Console:
             print("New thread.")
         elif command == "/docs":
             docs = await self.service.documents(SHARED_SCOPE)
-            print("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs) or "No documents yet.")
+            print(printable("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs)) or "No documents yet.")
         elif command == "/index":
             print_report(await self.service.index([arg], progress=ProgressBar()), as_json=False)
         elif command == "/image":
             try:
                 self.images.append(read_image(arg))
-            except PixelragError:
-                print(f"{Path(arg).expanduser()}: no such file.")
+            except PixelragError as exc:  # a folder, no such file: said as it is
+                print(printable(str(exc)))
                 return
             print(f"Attached {self.images[-1].name}; it goes with your next question.")
         elif command.startswith("/"):

@@ -49,21 +49,18 @@ def print_report(report: IndexReport, as_json: bool) -> None:
     if as_json:
         print(json.dumps(asdict(report), indent=2, ensure_ascii=False))
         return
-    for doc in report.documents:
-        print(f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})")
-    for doc in report.unchanged:
-        print(f"up to date: {doc.title} (unchanged since it was indexed)")
-    for message in report.skipped:
-        print(f"skipped: {message}")
-    for message in report.warnings:
-        print(f"warning: {message}")
+    lines = [f"indexed: {doc.title} ({doc.page_count} pages, id {doc.doc_id})" for doc in report.documents]
+    lines += [f"up to date: {doc.title} (unchanged since it was indexed)" for doc in report.unchanged]
+    lines += [f"skipped: {message}" for message in report.skipped]
+    lines += [f"warning: {message}" for message in report.warnings]
     if report.documents or report.warnings:
-        print(
+        lines.append(
             f"snapshot {report.snapshot}: {report.pages_total} pages in the index; "
             f"{report.pages_embedded} embedded now, {report.pages_reused} reused unchanged"
         )
     else:
-        print(f"nothing to do: the index ({report.pages_total} pages) is up to date")
+        lines.append(f"nothing to do: the index ({report.pages_total} pages) is up to date")
+    print(printable("\n".join(lines)))
 
 
 def exit_code(report: IndexReport) -> int:
@@ -72,28 +69,27 @@ def exit_code(report: IndexReport) -> int:
 
 
 def print_answer(answer: Answer) -> None:
+    lines = []
     if answer.topic_label:
-        print(f"Topic: {answer.topic_label}\n")
+        lines.append(f"Topic: {answer.topic_label}\n")
     if answer.changed_question:
-        print(f"Interpreted as: {answer.interpreted_question}\n")
-    print(answer.markdown or "(retrieval only)")
+        lines.append(f"Interpreted as: {answer.interpreted_question}\n")
+    lines.append(answer.markdown or "(retrieval only)")
     if answer.hits:
-        print("\nRetrieved pages:")
-        for n, hit in enumerate(answer.hits, 1):
-            print(f"  {n}. {hit.title}, p. {hit.page}  (score {hit.score:.4f})")
+        lines.append("\nRetrieved pages:")
+        lines += [f"  {n}. {hit.title}, p. {hit.page}  (score {hit.score:.4f})" for n, hit in enumerate(answer.hits, 1)]
     if answer.citations:
-        print("\nCitations:")
+        lines.append("\nCitations:")
         for c in answer.citations:
             kind = c.highlight.kind if c.highlight else "page only"
-            print(f"  - {c.label} [{kind}]: “{c.quote[:160]}”")
+            lines.append(f"  - {c.label} [{kind}]: “{c.quote[:160]}”")
             if c.preview_path:
-                print(f"      preview:   {c.preview_path}")
+                lines.append(f"      preview:   {c.preview_path}")
             if c.crop_path:
-                print(f"      highlight: {c.crop_path}")
-    for text in answer.limitations:
-        print(f"\nLimitation: {text}")
-    for text in answer.notes:
-        print(f"\nNote: {text}")
+                lines.append(f"      highlight: {c.crop_path}")
+    lines += [f"\nLimitation: {text}" for text in answer.limitations]
+    lines += [f"\nNote: {text}" for text in answer.notes]
+    print(printable("\n".join(lines)))
 
 
 def save_images(answer: Answer, out_dir: Path) -> Answer:
@@ -138,8 +134,17 @@ def slug(text: str) -> str:
 
 def read_image(path: str | Path) -> QueryImage:
     p = Path(path).expanduser()
-    if p.is_dir():
-        raise PixelragError(f"{path}: a folder, not an image file.")
-    if not p.is_file():
-        raise PixelragError(f"{path}: no such image file.")
-    return QueryImage(p.read_bytes(), "", p.name)
+    try:
+        if p.is_dir():
+            raise PixelragError(f"{path}: a folder, not an image file.")
+        if not p.is_file():
+            raise PixelragError(f"{path}: no such image file.")
+        return QueryImage(p.read_bytes(), "", p.name)
+    except OSError as exc:
+        raise PixelragError(f"{path}: {exc.strerror or exc}.") from None
+
+
+def printable(text: str) -> str:
+    """Text for the terminal: a control character (a title's escape sequence, say) is shown as its
+    escape, never acted on by the terminal; lines and tabs stay."""
+    return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode() for c in text)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .backends.base import Backend
+from .cleaning import clean_text
 from .config import Settings
 from .documents import (
     PAGE_PIXELS,
@@ -60,6 +61,7 @@ class Indexer:
         self.settings, self.pages, self.backend = settings, pages, backend
         self.renderer = PageRenderer(settings)
         self._building: set[tuple[str, str]] = set()
+        self._requested: set[tuple[str, str]] = set()  # (scope, path or address) of index() calls under way
         self.build_lock = asyncio.Lock()  # one build at a time in this process (the store's lock spans processes)
 
     def close(self) -> None:
@@ -86,6 +88,23 @@ class Indexer:
                 f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
                 "PDF, in the same order."
             )
+        # What is asked for stays claimed until this build is over: the same address sent twice at once is
+        # downloaded and built once, and the second request is told so.
+        asked = {(scope, hide_credentials(item)) for item in sources}
+        if busy := asked & self._requested:
+            raise Busy(
+                f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
+                "you will see its summary when it is done."
+            )
+        self._requested |= asked
+        try:
+            return await self._index(sources, titles, scope, progress)
+        finally:
+            self._requested -= asked
+
+    async def _index(
+        self, sources: Sequence[str], titles: Sequence[str | None], scope: str, progress: ProgressFn | None
+    ) -> IndexReport:
         loaded, refused = [], []
         for i, item in enumerate(sources):
             if scope != SHARED_SCOPE and not is_url(item):
@@ -271,7 +290,8 @@ class Indexer:
                 continue
             seen.add((where, source.sha256))
             same = next((d for d in documents if d.sha256 == source.sha256 and d.scope == where), None)
-            if same and not refresh and same.doc_id not in build.redraw:
+            retitled = title is not None and same is not None and title != same.title
+            if same and not refresh and same.doc_id not in build.redraw and not retitled:
                 unchanged.append(same)  # up to date: nothing to do, and not a failure
                 if same.doc_id in build.unsourced:  # its stored copy was lost: this is the same PDF
                     await build.save_source(same, source.data)
@@ -285,7 +305,7 @@ class Indexer:
             embedded, reused = embedded + n_new, reused + n_old
             namesakes = [
                 d
-                for d in documents
+                for d in documents + [b.document for b in built]
                 if d.scope == where
                 and d.title == pending.document.title
                 and d.source != source.origin
@@ -371,7 +391,7 @@ class Indexer:
         try:
             document = Document(
                 source.doc_id(scope),
-                title or document_title(pdf, source),
+                " ".join(clean_text(title or document_title(pdf, source)).split()),  # no control characters
                 source.name,
                 source.sha256,
                 pdf.page_count,

@@ -152,7 +152,12 @@ class SlackQuestions:
         addressed = event.get("channel_type") == "im" or mentions(event.get("text", ""), bot_user_id)
         asked = asks_to_index(text) if text else addressed
         if (pdfs and asked) or url_request:
-            if not await may_index(client, self.settings, event.get("user", "")):
+            try:
+                allowed = await may_index(client, self.settings, event.get("user", ""))
+            except PixelragError as exc:
+                await thread.warn(str(exc))
+                return
+            if not allowed:
                 await thread.post(REFUSAL)
                 return
             into = await scopes.indexing_scope(self.threads, scopes.channel_scope(f"slack:{team}", thread.channel))

@@ -760,6 +760,19 @@ async def test_index_refused_for_non_admin(slack: Harness):
     assert slack.fake.calls_to("users.info")[0].params["user"] == "UPLAIN"
 
 
+async def test_an_admin_is_not_refused_when_slack_cannot_say_who_is_admin(slack: Harness):
+    # Before: users.info failing (500) told an admin that only admins may index.
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    slack.fake.http_errors["users.info"] = [500] * 6  # beyond the client's two retries, twice
+    await slack.command(f"index {url}")
+    event, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index {url}"})
+    await slack.bot.drain()
+    [reply] = slack.fake.calls_to("response_url")
+    for text in (reply.params["text"], slack.fake.thread_text(event["ts"])):
+        assert "could not be checked" in text and "users.info" in text and "Only workspace admins" not in text
+    assert not slack.fake.calls_to("public_download")
+
+
 async def test_index_users_setting_allows_a_listed_user(make_harness, fake, tmp_path):
     harness = await make_harness(settings=base_settings(fake, tmp_path, SLACK_INDEX_USERS="UPLAIN, UOTHER"))
     url = fake.add_public_file("pump.pdf", PUMP_PDF)
@@ -786,6 +799,7 @@ async def test_second_index_of_the_same_document_is_refused_politely(slack: Harn
     finals = [c.params["text"] for c in slack.fake.calls_to("chat.update") if ":hourglass_flowing" not in c.params["text"]]
     assert any("Indexed" in t for t in finals)
     assert any("already being indexed" in t for t in finals)
+    assert len(slack.fake.calls_to("public_download")) == 1  # before: downloaded (and built) twice
 
 
 async def test_unknown_subcommand_gets_help(slack: Harness):

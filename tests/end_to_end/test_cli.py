@@ -264,3 +264,39 @@ def test_the_operator_removes_a_channels_document_by_naming_its_collection(env, 
     code, out, _ = run(capsys, "remove", "hr.pdf", "--scope", "slack:T1/C9")
     assert code == 0 and "removed: hr.pdf" in out
     assert json.loads(run(capsys, "status", "--json")[1])["documents"] == 0
+
+
+def test_titles_are_checked_and_applied_and_shown_inert(env, capsys):
+    a = text_pdf(env / "relay.pdf", ["Relay R200. Coil voltage: 24 V DC"])
+    b = text_pdf(env / "pump.pdf", ["Pump P9. Weight: 2.6 kg"])
+    # Before: two PDFs titled alike in one run were indexed without a word.
+    code, out, _ = run(capsys, "index", str(a), str(b), "--title", "Manual", "--title", "Manual")
+    assert code == 0 and "warning: pump.pdf: another document here is also titled 'Manual' (relay.pdf)" in out
+    # Before: a new --title on an unchanged PDF was ignored ("up to date").
+    code, out, _ = run(capsys, "index", str(b), "--title", "P9 pump")
+    assert code == 0 and "indexed: P9 pump" in out, out
+    code, out, _ = run(capsys, "status", "--json")
+    assert sorted(d["title"] for d in json.loads(out)["documents_list"]) == ["Manual", "P9 pump"]
+    # A title's escape sequences are stored without them, and one stored before is shown, not acted on by
+    # the terminal (before: status printed it raw).
+    c = text_pdf(env / "valve.pdf", ["Valve V3. Pressure: 16 bar."])
+    code, out, _ = run(capsys, "index", str(c), "--title", "Valve \x1b[2J\x1b]0;owned\x07V3")
+    assert code == 0 and "indexed: Valve [2J]0;ownedV3" in out, repr(out)
+    manifest = next(Path("index/snapshots").glob(f"{Path('index/ACTIVE').read_text().strip()}/manifest.json"))
+    manifest.write_text(manifest.read_text().replace("P9 pump", "P9 \\u001b[2Jpump"))
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and "\x1b" not in out and "\x07" not in out and "P9 \\x1b[2Jpump" in out, repr(out)
+
+
+def test_chat_image_of_a_folder_says_so(env, capsys):
+    # Before: `/image /tmp` answered "no such file".
+    import asyncio
+    import io
+
+    from bot.console import run_console
+    from core.config import Settings
+
+    asyncio.run(run_console(Settings(index_dir=env / "index", backend="local"), env / "out",
+                            io.StringIO(f"/image {env}\n/image {env}/missing.png\n/quit\n")))
+    out = capsys.readouterr().out
+    assert f"{env}: a folder, not an image file." in out and f"{env}/missing.png: no such image file." in out
