@@ -17,6 +17,7 @@ from .indexing import SlackIndexing
 from .permissions import REFUSAL, may_index
 from .replies import Thread
 from .settings import SlackSettings
+from .stream import error_code
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -49,7 +50,8 @@ class SlashCommand:
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(hide_credentials(text))}`…")
             self.tasks.spawn(
-                self.job(client, private_reply(respond), command, sub, arg, scope), f"{self.settings.command} {sub}"
+                self.job(client, private_reply(respond, client, command), command, sub, arg, scope),
+                f"{self.settings.command} {sub}",
             )
         else:
             # Unknown subcommands, `help` and missing arguments all get the help text.
@@ -108,13 +110,30 @@ class SlashCommand:
             await respond(f":warning: `{self.settings.command} {sub}` failed. The details are in the bot's log.")
 
 
-def private_reply(respond) -> Callable[[str], Awaitable[None]]:
+def private_reply(respond, client: AsyncWebClient, command: dict) -> Callable[[str], Awaitable[None]]:
     """Bolt's respond() as a one-argument ephemeral reply. The response_url takes 5 messages within
-    30 minutes and then refuses them with a non-200 status that respond() does not raise: log it."""
+    30 minutes and then refuses them with a non-200 status that respond() does not raise; then the
+    reply goes as an ephemeral message in the channel, and where the bot cannot post there, to the
+    person's messages with the app: a command's outcome is never lost without a word."""
+    channel, user = command.get("channel_id", ""), command.get("user_id", "")
 
     async def reply(text: str) -> None:
-        response = await respond(text=text, response_type="ephemeral")
-        if getattr(response, "status_code", 200) != 200:
-            log.warning("response_url refused a reply (HTTP %s): %s", response.status_code, text[:200])
+        try:
+            response = await respond(text=text, response_type="ephemeral")
+            refused = f"HTTP {getattr(response, 'status_code', 200)}"
+        except Exception as exc:  # the response_url's host unreachable
+            refused = type(exc).__name__
+        if refused == "HTTP 200":
+            return
+        log.warning("response_url refused a reply (%s); sending it another way", refused)
+        try:
+            await client.chat_postEphemeral(channel=channel, user=user, text=text)
+            return
+        except Exception as exc:
+            log.warning("an ephemeral reply in %s was refused (%s)", channel, error_code(exc) or exc)
+        try:
+            await client.chat_postMessage(channel=user, text=text)  # the app's direct messages with them
+        except Exception:
+            log.exception("a reply to %s could not be delivered in any way", user)
 
     return reply

@@ -18,7 +18,8 @@ manifest.yml does not grant (missing_scope), Block Kit beyond its limits (invali
 msg_blocks_too_long), text over 40,000 characters, messages with neither text nor blocks, edits of
 unknown messages, duplicate reactions, uploads completed for files never uploaded or with a
 markdown block, more than 10 files per message, a response_url used more than 5 times or after
-30 minutes, and chat.postMessage bursts beyond its per-channel rate limit (429 with Retry-After).
+30 minutes, chat.postEphemeral without a user or in a channel the bot is not in (`outside`:
+not_in_channel), and chat.postMessage bursts beyond its per-channel rate limit (429 with Retry-After).
 
 Streaming (chat.startStream / appendStream / stopStream, see `_stream_error`): a stream needs
 thread_ts, recipient_user_id and recipient_team_id (missing_recipient_user_id / _team_id: the docs
@@ -272,6 +273,8 @@ class FakeSlack:
         self.thread_titles: dict[tuple[str, str], str] = {}  # (channel, thread_ts) -> title
         self.suggested_prompts: dict[str, dict] = {}  # channel -> {"title", "prompts"} last set
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
+        self.outside: set[str] = set()  # channels the bot is not in (chat.postEphemeral: not_in_channel)
+        self.ephemeral: list[dict] = []  # ephemeral messages shown: channel, user, text
         self.http_errors: dict[str, list[int]] = {}  # method -> HTTP statuses to answer first, one per call
         self.proxy_errors: dict[str, list[int]] = {}  # the same, answered with a load balancer's HTML page
         self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
@@ -733,6 +736,15 @@ class FakeSlack:
         self.messages.setdefault(params.get("channel", ""), []).append(message)
         params["_ts"] = ts  # for replies()
         return {"channel": params.get("channel"), "ts": ts, "message": message}
+
+    def _m_chat_postEphemeral(self, params: dict) -> dict | str:
+        """Shown to `user` alone, in a channel the bot is in (not_in_channel where it is not: `outside`)."""
+        if not params.get("user") or not params.get("channel"):
+            return "invalid_arguments"
+        if params["channel"] in self.outside:
+            return "not_in_channel"
+        self.ephemeral.append({"channel": params["channel"], "user": params["user"], "text": params.get("text", "")})
+        return {"message_ts": self._new_ts()}
 
     def _m_chat_update(self, params: dict) -> dict | str:
         message = self._find(params.get("channel", ""), params.get("ts"))

@@ -802,6 +802,24 @@ async def test_second_index_of_the_same_document_is_refused_politely(slack: Harn
     assert len(slack.fake.calls_to("public_download")) == 1  # before: downloaded (and built) twice
 
 
+async def test_a_commands_reply_the_response_url_refuses_arrives_another_way(slack: Harness):
+    # Before: after the response_url's five uses (or when it failed) the reply was only logged.
+    for n in range(5):
+        await slack.command(f"remove nothing-{n}")
+        await slack.bot.drain()
+    slack.fake.expected_refusals += [("response_url", "used_url")] * 2
+    await slack.command("remove nothing-5")
+    await slack.bot.drain()
+    [shown] = slack.fake.ephemeral
+    assert shown["user"] == "UADMIN" and shown["channel"] == CHANNEL and "No document called" in shown["text"]
+    slack.fake.outside.add(CHANNEL)  # the bot was removed from the channel meanwhile
+    slack.fake.expected_refusals += [("chat.postEphemeral", "not_in_channel")]
+    await slack.command("remove nothing-6")
+    await slack.bot.drain()
+    [dm] = slack.fake.posts()[-1:]
+    assert dm.params["channel"] == "UADMIN" and "No document called" in dm.params["text"]
+
+
 async def test_unknown_subcommand_gets_help(slack: Harness):
     response = await slack.command("frobnicate now")
     assert response.status == 200 and "/pixelrag index <url>" in response.body
