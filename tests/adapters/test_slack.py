@@ -935,15 +935,22 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
 async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, tmp_path):
     # Before: Bolt's auth.test failed, the delivery got 200 and was dropped, and /readyz said ready.
     import asyncio
+    import os
+    import sys
 
     import aiohttp
 
-    from bot.slack import serve
+    from tests.conftest import ROOT
 
     fake.fail["auth.test"] = "invalid_auth"
     fake.retry_after = "0"
     port = closed_port()
-    server = asyncio.ensure_future(serve(base_settings(fake, tmp_path), http=True, port=port))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
+    env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
+                "PIXELRAG_INDEX_DIR": str(tmp_path / "index"), "PYTHONPATH": str(ROOT)})
+    proc = await asyncio.create_subprocess_exec(  # the process a team runs
+        sys.executable, "-m", "bot.cli", "slack", "--http", "--port", str(port), cwd=tmp_path, env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
              "ts": "1700009999.000002", "channel": CHANNEL}
     fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
@@ -964,12 +971,13 @@ async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, t
                 async with session.get(f"{base}/readyz") as response:
                     return response.status, await response.text()
 
-            for _ in range(200):  # until the server is listening
+            for _ in range(600):  # until the process listens (it loads the local models first)
                 try:
                     status = await deliver(0)
                     break
                 except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.05)
+                    assert proc.returncode is None, (await proc.stderr.read()).decode()
+                    await asyncio.sleep(0.1)
             assert status == 503
             assert await ready() == (503, "Slack refuses the bot token (invalid_auth)\n")
             del fake.fail["auth.test"]
@@ -985,9 +993,9 @@ async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, t
             assert "No documents are indexed here yet" in fake.thread_text(event["ts"])
             assert await ready() == (200, "ready\n")
     finally:
-        server.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await server
+        proc.terminate()
+        _, err = await proc.communicate()
+    assert b"Traceback" not in err and b"Failed to authorize" not in err, err.decode()[-3000:]
 
 
 async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_line(fake, tmp_path, caplog):

@@ -107,7 +107,7 @@ def test_chat_keeps_one_thread_until_new(env, capsys):
     _, first, follow_up = before.split("\nyou> \n")
     assert "3.2 m3/h" in first and "Interpreted as" not in first
     assert "Interpreted as: P9's weight?" in follow_up and "2.6 kg" in follow_up  # the thread's memory
-    assert "missing.png: no such file." in follow_up and "Unknown command /frobnicate" in follow_up
+    assert "missing.png: no such image file." in follow_up and "Unknown command /frobnicate" in follow_up
     # /new forgets the pump: the same follow-up now asks which product is meant
     assert "Which product or document do you mean?" in after and "2.6 kg" not in after
     assert sorted(p.name for p in (env / "chat").iterdir()) == ["turn-001", "turn-002", "turn-003"]

@@ -153,8 +153,7 @@ async def test_opening_a_damaged_index_says_what_is_wrong(fake, brochure, tmp_pa
     source = store.source_path(snap.documents[0].sha256)
     original = source.read_bytes()
     source.write_bytes(original + b"tampered")
-    with pytest.raises(IndexProblem, match="does not match its recorded hash"):
-        store.open()
+    assert store.open().unsourced == {snap.documents[0].doc_id}  # the pages still serve; status says so
     source.write_bytes(original)
     image = store.page_image_path(snap.pages[1].content_hash)
     saved = image.read_bytes()
