@@ -6,6 +6,7 @@ A build never loses documents it was not asked to touch, even over a damaged ind
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import time
@@ -90,17 +91,8 @@ class Indexer:
             )
         # What is asked for stays claimed until this build is over: the same address sent twice at once is
         # downloaded and built once, and the second request is told so.
-        asked = {(scope, hide_credentials(item)) for item in sources}
-        if busy := asked & self._requested:
-            raise Busy(
-                f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
-                "you will see its summary when it is done."
-            )
-        self._requested |= asked
-        try:
+        with _claimed(self._requested, {(scope, hide_credentials(item)) for item in sources}):
             return await self._index(sources, titles, scope, progress)
-        finally:
-            self._requested -= asked
 
     async def _index(
         self, sources: Sequence[str], titles: Sequence[str | None], scope: str, progress: ProgressFn | None
@@ -228,39 +220,21 @@ class Indexer:
         """Build (source, title or None, scope) into one new snapshot (without `drop`, when moving it)."""
         if not loaded:
             raise BadInput("\n".join(refused) or "Nothing to index.")
-        keys = {(scope, source.name) for source, _, scope in loaded}
-        if busy := keys & self._building:
-            raise Busy(
-                f"{', '.join(sorted(n for _, n in busy))} is already being indexed; "
-                "you will see its summary when it is done."
-            )
-        self._building |= keys
-        try:
-            progress = progress or (lambda p: None)
-            warnings: list[str] = []
-            locks = sorted(
-                {build_key(scope, source.origin) for source, _, scope in loaded}
-                | ({build_key(drop.scope, drop.source)} if drop else set())
-            )
-            async with self.build_lock:
-                async with self.pages.building(
-                    locks, lambda holder: progress(Progress("wait", 0, 1, holder)), warnings
-                ) as build:
-                    return await self._build_locked(build, loaded, progress, refused, warnings, refresh, drop)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                cause = f"The disk holding the index is full ({exc.strerror})"
-                remedy = "Free some space, then index again."
-            elif exc.errno == errno.EFBIG:
-                cause = f"A file of the index would pass the largest file size this system allows ({exc.strerror})"
-                remedy = "Raise that limit (`ulimit -f`), then index again."
-            else:
-                raise
-            raise IndexProblem(
-                f"{cause}: nothing was indexed, and what was indexed before is still searched. {remedy}"
-            ) from exc
-        finally:
-            self._building -= keys
+        with _claimed(self._building, {(scope, source.name) for source, _, scope in loaded}):
+            try:
+                progress = progress or (lambda p: None)
+                warnings: list[str] = []
+                locks = sorted(
+                    {build_key(scope, source.origin) for source, _, scope in loaded}
+                    | ({build_key(drop.scope, drop.source)} if drop else set())
+                )
+                async with self.build_lock:
+                    async with self.pages.building(
+                        locks, lambda holder: progress(Progress("wait", 0, 1, holder)), warnings
+                    ) as build:
+                        return await self._build_locked(build, loaded, progress, refused, warnings, refresh, drop)
+            except OSError as exc:
+                raise _disk_problem(exc) from exc
 
     async def _build_locked(
         self,
@@ -513,6 +487,31 @@ class Indexer:
         """The words of a page that has ink its text layer does not cover, read at the backend's
         resolution, one page at a time, so pixels are never held for a whole step."""
         return self.backend().page_words(page_pixels(r.jpeg, r.dpi, ocr_dpi), r.page.words)
+
+
+def _disk_problem(exc: OSError) -> IndexProblem:
+    """A full disk or a file over the size limit, said in one line; any other OSError raised as it is."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        cause, remedy = f"The disk holding the index is full ({exc.strerror})", "Free some space, then index again."
+    elif exc.errno == errno.EFBIG:
+        cause = f"A file of the index would pass the largest file size this system allows ({exc.strerror})"
+        remedy = "Raise that limit (`ulimit -f`), then index again."
+    else:
+        raise exc
+    return IndexProblem(f"{cause}: nothing was indexed, and what was indexed before is still searched. {remedy}")
+
+
+@contextlib.contextmanager
+def _claimed(held: set[tuple[str, str]], keys: set[tuple[str, str]]):
+    """(scope, name) `keys` held in `held` for the block; Busy when one of them is held already."""
+    if busy := keys & held:
+        names = ", ".join(sorted(n for _, n in busy))
+        raise Busy(f"{names} is already being indexed; you will see its summary when it is done.")
+    held |= keys
+    try:
+        yield
+    finally:
+        held -= keys
 
 
 def build_key(scope: str, origin: str) -> str:

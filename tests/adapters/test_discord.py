@@ -1163,25 +1163,3 @@ async def test_discord_unreachable_at_start_is_said_and_tried_again(tmp_path, mo
     tries = [r for r in caplog.records if "Discord cannot be reached" in r.getMessage()]
     assert len(tries) >= 3 and not [r for r in caplog.records if r.exc_info]
 
-
-async def test_a_channels_documents_are_searched_in_that_channel_and_its_threads_only(settings, store):
-    # Probed for issue 48: a channel's own collection in a server with other channels and threads.
-    from core.service import Service
-
-    service = Service(settings)
-    me = make_me()
-    h = DiscordHandlers(service, store, settings, me=lambda: me)
-    guild = make_guild(GUILD_A)
-    first, second = make_text_channel(guild), make_text_channel(guild)
-    inter = make_interaction(guild, manage=True, channel=first)
-    await h.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"), where="channel")
-    assert "this channel only" in all_text(inter.followup.send).lower()
-    question = "How do I clean the filter of the X200?"
-    for place, seen in ((first, True), (make_thread(guild, first.id), True), (second, False),
-                        (make_thread(guild, second.id), False)):
-        ask = make_interaction(guild, channel=place)
-        await h.ask(ask, question)
-        assert ("X200 Dishwasher Manual p. 2" in embed_titles(ask.followup.send)) is seen, place
-    other = make_interaction(make_guild(GUILD_B))
-    await h.ask(other, question)
-    assert "X200 Dishwasher Manual" not in all_text(other.followup.send) + "".join(embed_titles(other.followup.send))
