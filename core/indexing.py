@@ -248,7 +248,8 @@ class Indexer:
     ) -> IndexReport:
         backend = self.backend()
         built_with = backend.built_with
-        items = list(loaded) + build.recovered + await self._to_redraw(build, warnings)
+        asked_from = {where for _, _, where in loaded}  # whose documents this build's messages may name
+        items = list(loaded) + build.recovered + await self._to_redraw(build, warnings, asked_from)
         if build.built_with is not None:
             backend.check_index(build.built_with)
         if drop and not any(d.doc_id == drop.doc_id for d in build.documents):
@@ -304,7 +305,7 @@ class Indexer:
             f"{d.title}: its stored PDF is missing or damaged. Its pages are kept and still answer questions, "
             f"but it cannot be rebuilt after damage; index it again (from {hide_credentials(d.source)}) to store "
             "it anew."
-            for d in _seen_from({where for _, _, where in loaded}, documents)
+            for d in _seen_from(asked_from, documents)
             if d.doc_id in build.unsourced and d.doc_id not in restored
         ]
         if not built and not build.damaged and not drop:
@@ -331,22 +332,27 @@ class Indexer:
             tuple(warnings),
         )
 
-    async def _to_redraw(self, build: IndexBuild, warnings: list[str]) -> list[tuple[Source, str, str]]:
+    async def _to_redraw(
+        self, build: IndexBuild, warnings: list[str], asked_from: set[str]
+    ) -> list[tuple[Source, str, str]]:
         """The documents with a damaged page image, from their stored PDFs: built again, their pages'
-        words and vectors reused, their images drawn anew."""
+        words and vectors reused, their images drawn anew (said only where their titles may be shown)."""
         out = []
+        shown = {d.doc_id for d in _seen_from(asked_from, build.documents)}
         for doc in build.documents:
             if doc.doc_id not in build.redraw:
                 continue
             stored = await self.pages.source(doc.sha256)
-            if stored is None:
-                warnings.append(
-                    f"{doc.title}: some of its page images are damaged and its stored PDF is missing; index it "
-                    f"again (from {hide_credentials(doc.source)}) to draw them anew."
-                )
+            if stored is not None:
+                out.append((Source(stored, doc.file_name, doc.source), doc.title, doc.scope))
+            if doc.doc_id not in shown:
                 continue
-            out.append((Source(stored, doc.file_name, doc.source), doc.title, doc.scope))
-            warnings.append(f"{doc.title}: its damaged page images were drawn again from its stored PDF.")
+            warnings.append(
+                f"{doc.title}: its damaged page images were drawn again from its stored PDF."
+                if stored is not None
+                else f"{doc.title}: some of its page images are damaged and its stored PDF is missing; index it "
+                f"again (from {hide_credentials(doc.source)}) to draw them anew."
+            )
         return out
 
     async def _build_document(

@@ -375,9 +375,7 @@ class IndexStore:
             folder / WORDS_FILE if serving else None,
             offsets,
             self.unsourced(documents, hashed=not serving),
-            frozenset()
-            if serving
-            else frozenset(p.doc_id for p in pages if not is_jpeg(self.page_image_path(p.content_hash))),
+            frozenset() if serving else self.redraw(pages),
         )
 
     def unsourced(self, documents: list[Document], hashed: bool) -> frozenset[str]:
@@ -389,6 +387,10 @@ class IndexStore:
             if not source.is_file() or (hashed and sha256_file(source) != d.sha256):
                 out.add(d.doc_id)
         return frozenset(out)
+
+    def redraw(self, pages: list[Page]) -> frozenset[str]:
+        """The documents with a page image that is no longer a whole JPEG: a build draws them again."""
+        return frozenset(p.doc_id for p in pages if not is_jpeg(self.page_image_path(p.content_hash)))
 
     def lexical_path(self, name: str) -> Path:
         return self.root / "snapshots" / name / LEXICAL_FILE

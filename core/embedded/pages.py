@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..errors import IndexProblem
 from ..ranking import bm25_file
@@ -69,7 +70,10 @@ class EmbeddedPages:
         """The active snapshot for a build to start from, with every page's words: the cached one when
         current (its words read in), else opened with every check."""
         current = self.current()
-        return current[1].with_words() if current else self.store.open()
+        if current is None:
+            return self.store.open()
+        snapshot = current[1].with_words()  # opened for serving: its page images were not looked at
+        return replace(snapshot, redraw=self.store.redraw(snapshot.pages))
 
     async def load(self) -> tuple[Snapshot, LexicalIndex] | None:
         """snapshot(), with a stale cache reloaded in a worker thread: opening a snapshot verifies it and

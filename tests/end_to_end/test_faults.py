@@ -439,3 +439,33 @@ def test_snapshots_replaced_by_a_file_is_one_line_and_repair_recovers(three_docs
     assert code == 0 and "moved to be indexed again" in out, out + err
     assert run(capsys, "index", "index/recovered")[0] == 0
     assert titles() == ["pump.pdf", "relay.pdf"]
+
+
+def test_a_chat_build_names_no_other_workspaces_damaged_documents(env, capsys):
+    # The warnings of a build asked from a chat go to that chat: another workspace's titles stay out.
+    import asyncio
+
+    from core.config import Settings
+    from core.service import Service
+
+    relay = text_pdf(env / "relay.pdf", ["Relay R200. Coil voltage: 24 V DC."], title="T1 secret relay")
+    pump = text_pdf(env / "pump.pdf", ["Pump P9. Weight: 2.6 kg."])
+
+    async def scenario() -> tuple:
+        service = Service(Settings(index_dir=env / "index", backend="local"))
+        try:
+            await service.index_bytes(relay.read_bytes(), "relay.pdf", scope="slack:T1")
+            for pdf in Path("index/sources").glob("*.pdf"):
+                pdf.unlink()
+            for image in Path("index/pages").glob("*.jpg"):
+                image.write_bytes(b"garbage")
+            report = await service.index_bytes(pump.read_bytes(), "pump.pdf", scope="slack:T2")
+            operator = await service.index([str(relay)])  # the operator, who sees every workspace
+            return report, operator
+        finally:
+            await service.close()
+
+    report, operator = asyncio.run(scenario())
+    assert [d.title for d in report.documents] == ["pump.pdf"]
+    assert not [w for w in report.warnings if "T1 secret relay" in w], report.warnings
+    assert [w for w in operator.warnings if "T1 secret relay: its stored PDF is missing" in w], operator.warnings
