@@ -73,16 +73,18 @@ class AnswerStream:
 
     # ----- what the core reports (sync, on the loop) -------------------------------------------
     def event(self, event: Step | TextDelta) -> None:
-        if self.broken:
-            return
         if isinstance(event, Step):
             # Titles and details name documents and echo the question: shown as they are, never acting.
             chunk = {"type": "task_update", "id": event.key, "title": plain(event.title)[:250], "status": event.status}
             if event.detail:
                 chunk["details"] = clip(plain(event.detail), DETAILS_LIMIT)
-            self._tasks[event.key] = chunk
+            self._tasks[event.key] = chunk  # kept when broken too: close_broken() shows how each step ended
+            if self.broken:
+                return
             if event.key not in self._changed:
                 self._changed.append(event.key)
+        elif self.broken:
+            return
         elif event.text:
             self._text += slack_markdown(event.text)  # what is kept and counted is what Slack is sent
         if self._writer is None or self._writer.done():
