@@ -249,6 +249,11 @@ class Indexer:
         backend = self.backend()
         built_with = backend.built_with
         asked_from = {where for _, _, where in loaded}  # whose documents this build's messages may name
+        warnings += [
+            f"{title} was rebuilt from its stored PDF."
+            for _, title, where in build.recovered
+            if _sees(asked_from, where)
+        ]
         items = list(loaded) + build.recovered + await self._to_redraw(build, warnings, asked_from)
         if build.built_with is not None:
             backend.check_index(build.built_with)
@@ -525,13 +530,14 @@ def build_key(scope: str, origin: str) -> str:
     return f"{scope}\n{origin}"
 
 
-def _seen_from(scopes: set[str], documents: list[Document]) -> list[Document]:
-    """The documents a build asked from these scopes may name: every one for the operator (the shared
-    scope), a chat's own and the shared ones for a chat."""
-    if SHARED_SCOPE in scopes:
-        return documents
-    seen = {s for scope in scopes for s in visible_scopes(scope)}
-    return [d for d in documents if d.scope in seen]
+def _sees(asked_from: set[str], scope: str) -> bool:
+    """Whether a build asked from these scopes may name a document of `scope`: every one for the operator
+    (the shared scope), a chat's own and the shared ones for a chat."""
+    return SHARED_SCOPE in asked_from or any(scope in visible_scopes(s) for s in asked_from)
+
+
+def _seen_from(asked_from: set[str], documents: list[Document]) -> list[Document]:
+    return [d for d in documents if _sees(asked_from, d.scope)]
 
 
 def _at(items: Sequence, i: int):

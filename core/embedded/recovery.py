@@ -45,7 +45,6 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
             lost.append(doc)
             continue
         recovered.append((Source(data, doc.file_name, doc.source), doc.title, doc.scope))
-        warnings.append(f"{doc.title} was rebuilt from its stored PDF.")
     if lost:
         # Publishing now would drop them without a word: refuse, and say how to go on.
         names = "; ".join(f"{d.title} (from {hide_credentials(d.source)})" for d in lost)
