@@ -8,7 +8,17 @@ import json
 import sys
 from pathlib import Path
 
-from core import SHARED_SCOPE, BadInput, PixelragError, Service, Settings, Turn, load_settings
+from core import (
+    SHARED_SCOPE,
+    BadInput,
+    PixelragError,
+    Service,
+    Settings,
+    Turn,
+    load_settings,
+    thread_memory,
+    usage_summary,
+)
 
 from .logs import configure as configure_logs
 from .terminal import ProgressBar, exit_code, print_answer, print_report, printable, read_image, save_images
@@ -79,9 +89,9 @@ def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
 
 
 async def cmd_index(args) -> int:
-    service = Service(_settings(args, existing=False))
     sources = pdf_sources(args.sources, args.recursive, bool(args.title))
-    report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
+    async with Service(_settings(args, existing=False)) as service:
+        report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
@@ -93,13 +103,15 @@ SCOPE_HELP = (
 
 
 async def cmd_reindex(args) -> int:
-    report = await Service(_settings(args)).reindex(args.scope, args.document, progress=ProgressBar())
+    async with Service(_settings(args)) as service:
+        report = await service.reindex(args.scope, args.document, progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
 
 async def cmd_remove(args) -> int:
-    doc = await Service(_settings(args)).remove(args.scope, args.document, progress=ProgressBar())
+    async with Service(_settings(args)) as service:
+        doc = await service.remove(args.scope, args.document, progress=ProgressBar())
     print(json.dumps({"removed": doc.title, "id": doc.doc_id}) if args.json else printable(f"removed: {doc.title}"))
     return 0
 
@@ -121,7 +133,8 @@ async def cmd_migrate(args) -> int:
 
 
 async def cmd_repair(args) -> int:
-    name, moved = await Service(_settings(args)).repair()
+    async with Service(_settings(args)) as service:
+        name, moved = await service.repair()
     print(f"active snapshot: {name}" if name else "no intact snapshot was left: the index is empty now")
     for path, documents in moved:
         was = "; ".join(f"“{d.title}” ({d.file_name}) in {d.scope}" for d in documents) or "its title is unknown"
@@ -132,9 +145,9 @@ async def cmd_repair(args) -> int:
 
 
 async def cmd_ask(args) -> int:
-    service = Service(_settings(args))
     images = tuple(read_image(p) for p in (args.image or []))
-    answer = await service.answer(Turn(args.question or "", images), retrieve_only=args.retrieve_only)
+    async with Service(_settings(args)) as service:
+        answer = await service.answer(Turn(args.question or "", images), retrieve_only=args.retrieve_only)
     answer = save_images(answer, Path(args.out))
     if args.json:
         print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
@@ -144,10 +157,10 @@ async def cmd_ask(args) -> int:
 
 
 async def cmd_status(args) -> int:
-    service = Service(_settings(args))
-    # Every check, source PDFs hashed: status is also the index's health check.
-    documents, problems = await service.verify()
-    status = await service.status()
+    async with Service(_settings(args)) as service:
+        # Every check, source PDFs hashed: status is also the index's health check.
+        documents, problems = await service.verify()
+        status = await service.status()
     if problems:
         status["problems"] = problems
     status.update(await usage_of_every_workspace(service.settings))
@@ -168,9 +181,6 @@ async def cmd_status(args) -> int:
 
 async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:
     """Every workspace's usage, from the Slack and Discord bots' thread memories (or the database)."""
-    from core import usage
-    from core.storage import thread_memory
-
     from .discord.settings import threads_db
     from .slack.settings import SlackSettings
 
@@ -180,7 +190,7 @@ async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:
     else:  # each bot's SQLite file, where it has run
         stores = [thread_memory(settings, p) for p in paths if p.exists()]
     try:
-        return await usage.summary(stores, None, None)
+        return await usage_summary(stores, None, None)
     except PixelragError as exc:  # the index's status stands without it
         return {"usage": f"unknown: {exc}"}
     finally:

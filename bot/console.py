@@ -23,15 +23,13 @@ HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread
 
 
 async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
-    service = Service(settings)
     threads = await ThreadStore(Path(":memory:")).open()
     try:
-        return await Console(
-            service, Conversation(service, threads, settings.history_exchanges), out_dir, stdin or sys.stdin
-        ).run()
+        async with Service(settings) as service:
+            conversation = Conversation(service, threads, settings.history_exchanges)
+            return await Console(service, conversation, out_dir, stdin or sys.stdin).run()
     finally:
         await threads.close()
-        await service.close()
 
 
 class Console:

@@ -7,48 +7,19 @@ address that is never opened; Discord is logged in to over HTTP, never the gatew
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from core import PixelragError, Service, Settings
-from core.backends import make_backend
-from core.errors import first_line, plural
+from core import FAIL, OK, SKIP, Finding, Findings, PixelragError, Service, Settings, first_line
 
 from .slack import manifest as slack_manifest
 
-OK, FAIL, SKIP = "ok", "FAIL", "skip"
-CHECK_TIMEOUT_S = 20.0  # one service that does not answer fails its line; the others still run
-
-
-@dataclass(frozen=True)
-class Finding:
-    status: str
-    what: str
-    detail: str
-
-
-Findings = list[Finding]
-
 
 async def diagnose(settings: Settings, manifest: Path = slack_manifest.MANIFEST) -> Findings:
-    checks: list[tuple[str, Callable[[], Awaitable[Findings]]]] = [
-        ("index", lambda: index_check(settings)),
-        ("slack", lambda: slack_checks(settings, manifest)),
-        ("discord", lambda: discord_check(settings)),
-        ("gemini", lambda: gemini_check(settings)),
-        ("typesafe", lambda: typesafe_check(settings)),
-    ]
-    found: Findings = []
-    for what, check in checks:
-        try:
-            found += await asyncio.wait_for(check(), CHECK_TIMEOUT_S)
-        except TimeoutError:
-            found.append(Finding(FAIL, what, f"no answer within {CHECK_TIMEOUT_S:.0f} s"))
-        except PixelragError as exc:
-            found.append(Finding(FAIL, what, str(exc)))
-    return found
+    """The core's checks (index, Gemini, TypeSafe) with Slack's and Discord's in their place."""
+    async with Service(settings) as service:
+        return await service.diagnose(
+            [("slack", lambda: slack_checks(settings, manifest)), ("discord", lambda: discord_check(settings))]
+        )
 
 
 def report(findings: Findings) -> tuple[str, int]:
@@ -58,84 +29,6 @@ def report(findings: Findings) -> tuple[str, int]:
     failed = sum(f.status == FAIL for f in findings)
     lines.append(f"{failed} check(s) failed." if failed else "All checks passed.")
     return "\n".join(lines), 1 if failed else 0
-
-
-# --- the index: a folder, or a PostgreSQL database ---------------------------------------------------
-async def index_check(settings: Settings) -> Findings:
-    if settings.database_url:
-        return await database_check(settings, settings.database_url)
-    if not settings.index_dir.exists():
-        return [Finding(OK, "index", f"{settings.index_dir}: nothing indexed yet (`pixelrag index` creates it)")]
-    service = Service(settings)
-    try:
-        if problem := await service.readiness():
-            return [Finding(FAIL, "index", problem)]
-        status = await service.status()
-    finally:
-        await service.close()
-    return [
-        Finding(
-            OK,
-            "index",
-            f"{settings.index_dir}: {plural(status['documents'], 'document')}, {plural(status['pages'], 'page')}",
-        ),
-        *built_with_check(settings, status.get("built_with")),
-    ]
-
-
-def built_with_check(settings: Settings, built_with: dict | None) -> Findings:
-    """Whether the configured backend can query what the index was built with."""
-    if not built_with:
-        return []
-    try:
-        make_backend(settings).check_index(built_with)
-    except PixelragError as exc:
-        return [Finding(FAIL, "index backend", str(exc))]
-    return [Finding(OK, "index backend", f"built with {built_with.get('backend')} ({built_with.get('model')})")]
-
-
-async def database_check(settings: Settings, url: str) -> Findings:
-    try:
-        import psycopg
-    except ImportError:
-        return [Finding(FAIL, "database", "psycopg is not installed: pip install 'pixelrag-docbot[postgres]'")]
-    from core.postgres.database import MIGRATIONS
-
-    try:
-        conn = await psycopg.AsyncConnection.connect(url, connect_timeout=10, autocommit=True)
-    except psycopg.OperationalError as exc:
-        return [Finding(FAIL, "database", f"cannot reach PIXELRAG_DATABASE_URL ({first_line(exc)})")]
-    async with conn:
-
-        async def one(sql: str, *params):
-            row = await (await conn.execute(sql, params or None)).fetchone()
-            return row[0] if row else None
-
-        found = [Finding(OK, "database", f"PostgreSQL {conn.info.server_version // 10000} reachable")]
-        installed = await one("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        available = await one("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
-        if installed:
-            found.append(Finding(OK, "pgvector", f"version {installed}"))
-        elif available:
-            found.append(Finding(OK, "pgvector", f"version {available} available; created at the first start"))
-        else:
-            found.append(Finding(FAIL, "pgvector", "the server has no pgvector extension: install it there"))
-        newest = len(MIGRATIONS)
-        schema = (
-            await one("SELECT max(version) FROM pixelrag_schema")
-            if await one("SELECT to_regclass('pixelrag_schema')")
-            else None
-        )
-        if schema is None:
-            found.append(Finding(OK, "schema", f"empty database: schema {newest} is created at the first start"))
-        elif schema > newest:
-            found.append(Finding(FAIL, "schema", f"schema {schema} is newer than this pixelrag's {newest}: upgrade"))
-        else:
-            moved = "" if schema == newest else f"; migrated to {newest} at the next start"
-            found.append(Finding(OK, "schema", f"schema {schema}{moved}"))
-        if schema and await one("SELECT to_regclass('pixelrag_index')"):
-            found += built_with_check(settings, await one("SELECT built_with FROM pixelrag_index WHERE pages > 0"))
-        return found
 
 
 # --- Slack ------------------------------------------------------------------------------------------
@@ -248,54 +141,3 @@ async def discord_check(settings: Settings) -> Findings:
         said = "on" if intent_on else "off, and DISCORD_MESSAGE_CONTENT=0 does without it"
         found.append(Finding(OK, "discord intent", f"Message Content {said}"))
     return found
-
-
-# --- the model services -----------------------------------------------------------------------------
-async def gemini_check(settings: Settings) -> Findings:
-    if not settings.gemini_api_key:
-        return [Finding(SKIP, "gemini", "no GEMINI_API_KEY: the local backend reads")]
-    from google.genai import errors
-
-    from core.backends.gemini.calls import GeminiCalls
-
-    calls = GeminiCalls(settings)
-    needs = {settings.embedding_model: "batchEmbedContents", settings.reader_model: "generateContent"}
-    needs.setdefault(settings.context_model, "generateContent")
-    found: Findings = []
-    try:
-        for model, method in needs.items():
-            try:
-                info = await calls.models.get(model=model)
-            except errors.APIError as exc:
-                found.append(Finding(FAIL, "gemini", f"{model}: {exc.code} {exc.message}"))
-                continue
-            except Exception as exc:  # noqa: BLE001
-                found.append(Finding(FAIL, "gemini", f"cannot reach the Gemini API ({first_line(exc)})"))
-                break
-            if method not in (info.supported_actions or []):
-                found.append(Finding(FAIL, "gemini", f"{model} does not offer {method}"))
-            else:
-                found.append(Finding(OK, "gemini", f"{model}: the key may use it ({method})"))
-    finally:
-        await calls.aclose()
-    return found
-
-
-async def typesafe_check(settings: Settings) -> Findings:
-    if settings.jev != "rerank":
-        return [Finding(SKIP, "typesafe", "Jev is off (PIXELRAG_JEV)")]
-    if not settings.typesafe_api_key:
-        return [Finding(FAIL, "typesafe", "PIXELRAG_JEV=rerank needs TYPESAFE_API_KEY")]
-    from typesafe_sdk import AsyncTypeSafeClient
-
-    async with AsyncTypeSafeClient(
-        api_key=settings.typesafe_api_key, base_url=settings.typesafe_base_url, timeout=settings.jev_timeout_s
-    ) as client:
-        try:
-            listing = await client.models.list()
-        except Exception as exc:  # noqa: BLE001 - the SDK's errors, and the network's
-            return [Finding(FAIL, "typesafe", f"TypeSafe refused or did not answer ({first_line(exc)})")]
-    names = [m.name for m in listing.models]
-    if settings.typesafe_model not in names:
-        return [Finding(FAIL, "typesafe", f"{settings.typesafe_model} is not offered (offered: {', '.join(names)})")]
-    return [Finding(OK, "typesafe", f"{settings.typesafe_model} offered to this key")]

@@ -25,7 +25,8 @@ def thread_memories(settings: Settings) -> list[ThreadMemory]:
 
 
 async def export(settings: Settings, rating: str) -> list[dict]:
-    files = {d.doc_id: d.file_name for d in await Service(settings).all_documents()}
+    async with Service(settings) as service:
+        files = {d.doc_id: d.file_name for d in await service.all_documents()}
     rows: list[Rated] = []
     for memory in thread_memories(settings):
         await memory.open()

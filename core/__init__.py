@@ -1,25 +1,29 @@
 """pixelrag's core, as the chat adapters and the CLI see it: this module is its public face.
 
-Adapters import from here only. Behind it: indexing (core/indexing.py), answering
-(core/answering.py) and the conversation flow (core/conversation.py) over one store and one
-backend (core/backends/); docs/ARCHITECTURE.md draws the whole map.
+Adapters import from here only, and only what is listed in `__all__`: exactly the names bot/ uses,
+sorted (tests/core/test_public_face.py holds both). Behind it: indexing (core/indexing.py), answering
+(core/answering.py) and the conversation flow (core/conversation.py) over one store and one backend
+(core/backends/); docs/ARCHITECTURE.md draws the whole map.
 """
 
 from .config import Settings, flag, load_settings, number
-from .conversation import Conversation, Reply, rate_answer
+from .conversation import Conversation, rate_answer
+from .delivery import Delivery
+from .diagnosis import FAIL, OK, SKIP, Finding, Findings
 from .documents import hide_credentials, looks_like_pdf
 from .embedded.threads import ThreadKey, ThreadStore
 from .errors import (
     BadInput,
     Busy,
     DatabaseUnavailable,
-    IndexProblem,
     PixelragError,
     RemoteError,
     failure_reason,
+    first_line,
     megabytes,
+    plural,
 )
-from .markup import inert, literal
+from .markup import literal
 from .metrics import watch_loop_lag
 from .ports import ThreadMemory
 from .postgres.migration import migrate_index, migrate_threads
@@ -28,12 +32,9 @@ from .question_ids import QUESTION_ID
 from .records import (
     RATINGS,
     SHARED_SCOPE,
-    TOPICS,
     Answer,
     Citation,
     Document,
-    Exchange,
-    Highlight,
     IndexReport,
     Progress,
     QueryImage,
@@ -42,56 +43,79 @@ from .records import (
     TextDelta,
     Turn,
 )
-from .scopes import grouped, own_and_shared
+from .scopes import (
+    channel_scope,
+    choose_indexing_place,
+    collection,
+    grouped,
+    indexing_place,
+    indexing_scope,
+    kind_of,
+    own_and_shared,
+    tenant,
+    workspace_of,
+)
 from .service import Service
 from .storage import thread_memory
+from .usage import summary as usage_summary
 
 __all__ = [
-    "Settings",
-    "flag",
-    "load_settings",
-    "number",
-    "Conversation",
-    "Reply",
-    "rate_answer",
-    "hide_credentials",
-    "looks_like_pdf",
-    "inert",
-    "literal",
-    "watch_loop_lag",
+    "Answer",
     "BadInput",
     "Busy",
-    "DatabaseUnavailable",
-    "IndexProblem",
-    "PixelragError",
-    "RemoteError",
-    "failure_reason",
-    "megabytes",
-    "attachment_kind",
-    "QUESTION_ID",
-    "validate_query_image",
-    "RATINGS",
-    "SHARED_SCOPE",
-    "TOPICS",
-    "Answer",
     "Citation",
+    "Conversation",
+    "DatabaseUnavailable",
+    "Delivery",
     "Document",
-    "Exchange",
-    "Highlight",
+    "FAIL",
+    "Finding",
+    "Findings",
     "IndexReport",
+    "OK",
+    "PixelragError",
     "Progress",
+    "QUESTION_ID",
     "QueryImage",
+    "RATINGS",
     "Rated",
+    "RemoteError",
+    "SHARED_SCOPE",
+    "SKIP",
+    "Service",
+    "Settings",
     "Step",
     "TextDelta",
-    "Turn",
-    "own_and_shared",
-    "grouped",
-    "Service",
+    "ThreadKey",
     "ThreadMemory",
-    "thread_memory",
+    "ThreadStore",
+    "Turn",
+    "attachment_kind",
+    "channel_scope",
+    "choose_indexing_place",
+    "collection",
+    "failure_reason",
+    "first_line",
+    "flag",
+    "grouped",
+    "hide_credentials",
+    "indexing_place",
+    "indexing_scope",
+    "kind_of",
+    "literal",
+    "load_settings",
+    "looks_like_pdf",
+    "megabytes",
     "migrate_index",
     "migrate_threads",
-    "ThreadKey",
-    "ThreadStore",
+    "number",
+    "own_and_shared",
+    "plural",
+    "rate_answer",
+    "tenant",
+    "thread_memory",
+    "usage_summary",
+    "validate_query_image",
+    "watch_loop_lag",
+    "workspace_of",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import limits, scopes, usage
 from .cleaning import clean_text
+from .delivery import Delivery
 from .metrics import FEEDBACK
 from .ports import ThreadKey, ThreadMemory
 from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn
@@ -74,9 +75,10 @@ class Conversation:
             keep = True
         return Reply(answer, rendered, turn_id, pending=keep)
 
-    async def delivered(self, reply: Reply) -> None:
-        if reply.pending and reply.turn_id is not None:  # a pending reply always has its turn
-            await self.threads.delivered(reply.turn_id)
+    async def claim(self, *ids: str) -> Delivery | None:
+        """One delivery of a message, claimed by every id it carries (the platform's delivery id, then the
+        message's own); None when it is a duplicate of one handled already (core/delivery.py)."""
+        return await Delivery.claim(self.threads, list(ids))
 
 
 async def rate_answer(threads: ThreadMemory, turn_id: int, user: str, rating: str) -> bool:

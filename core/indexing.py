@@ -192,7 +192,7 @@ class Indexer:
                         "(or index a document, which rebuilds what it can), then remove it."
                     )
                 await build.publish(build.built_with, {doc.doc_id}, [])
-        await self.pages.warm_up()
+        await self.pages.published()
         return doc
 
     async def _find(self, scope: str, document: str) -> Document:
@@ -323,7 +323,7 @@ class Indexer:
         progress(Progress("publish", 0, 1))
         removed = {d.doc_id for d in build.documents} - {d.doc_id for d in documents}
         name, pages_total = await build.publish(built_with, removed, [(b.document, b.pages, b.vectors) for b in built])
-        await self.pages.warm_up()  # the first question after indexing should not wait for it
+        await self.pages.published()  # a bot's next question should not wait for the new snapshot
         progress(Progress("publish", 1, 1))
         asked = {(where, source.sha256) for source, _, where in items[: len(loaded)]}
         return IndexReport(

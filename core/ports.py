@@ -94,6 +94,10 @@ class PageIndex(Protocol):
     async def warm_up(self) -> None:
         """Be ready for the first question (a damaged index is logged, and reported to whoever asks)."""
 
+    async def published(self) -> None:
+        """A build was published: what this process holds for questions is brought up to date (nothing,
+        where it holds nothing: a command that only indexes)."""
+
 
 class IndexBuild(Protocol):
     """One build, holding the build lock of the documents it writes: what is published now, and the

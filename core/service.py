@@ -5,6 +5,7 @@ core/conversation.py."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Sequence
 
 from . import usage
@@ -12,6 +13,7 @@ from .answering import Answerer
 from .backends import make_backend
 from .backends.base import Backend
 from .config import Settings
+from .diagnosis import Check, Finding, gemini_findings, index_findings, run_checks, typesafe_findings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
 from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
@@ -23,14 +25,27 @@ READINESS_S = 2.0  # a readiness probe's answer comes within this, whatever the 
 
 
 class Service:
-    def __init__(self, settings: Settings, backend: Backend | None = None):
+    """Used as `async with Service(settings) as service:`, so that what it opened (a database pool,
+    render workers) is let go of when the command or the bot ends."""
+
+    def __init__(self, settings: Settings, backend: Backend | None = None, *, costs: ThreadMemory | None = None):
         self.settings = settings
         self._backend = backend
         self.pages: PageStore = page_store(settings)
         self.indexer = Indexer(settings, self.pages, lambda: self.backend)
-        self.answerer = Answerer(settings, self.pages, lambda: self.backend)
         # Where what indexing costs is kept per workspace (a chat adapter's thread memory); None: not kept.
-        self.costs: ThreadMemory | None = None
+        self.costs = costs
+
+    async def __aenter__(self) -> Service:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    @functools.cached_property
+    def answerer(self) -> Answerer:
+        """Made on first use: a command that only indexes never builds it (nor its page selector)."""
+        return Answerer(self.settings, self.pages, lambda: self.backend)
 
     @property
     def backend(self) -> Backend:
@@ -116,6 +131,19 @@ class Service:
         except PixelragError as exc:
             return str(exc)
         return None
+
+    async def diagnose(self, platforms: Sequence[tuple[str, Check]] = ()) -> list[Finding]:
+        """`pixelrag doctor`'s lines: the index (or its database) and what it was built with, the
+        platforms' checks an adapter gives, then the Gemini and TypeSafe models the settings name."""
+        settings = self.settings
+        return await run_checks(
+            [
+                ("index", lambda: index_findings(settings, self.readiness, self.status)),
+                *platforms,
+                ("gemini", lambda: gemini_findings(settings)),
+                ("typesafe", lambda: typesafe_findings(settings)),
+            ]
+        )
 
     async def close(self) -> None:
         await self.pages.close()

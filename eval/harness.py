@@ -15,7 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
-from core import Answer, BadInput, Exchange, QueryImage, Service, Settings, Turn
+from core import Answer, BadInput, QueryImage, Service, Settings, Turn
+from core.records import Exchange
 from core.ranking.bm25 import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
 from bot.terminal import save_images  # the images of each answer, written where --out says
 

@@ -24,7 +24,7 @@ LOGIN_RETRY_FIRST_S, LOGIN_RETRY_MAX_S = 1.0, 60.0  # waits between logins while
 
 
 class PixelragBot(commands.Bot):
-    def __init__(self, handlers: DiscordHandlers, options: DiscordSettings):
+    def __init__(self, service: Service, threads: ThreadMemory, settings: Settings, options: DiscordSettings):
         intents = discord.Intents.default()
         # privileged; without it only DMs and mentions carry text (DISCORD_MESSAGE_CONTENT=0 to run without)
         intents.message_content = options.message_content
@@ -36,8 +36,7 @@ class PixelragBot(commands.Bot):
             allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True),
         )
         self.options = options
-        self.handlers = handlers
-        handlers.me = lambda: self.user
+        self.handlers = DiscordHandlers(service, threads, settings, me=lambda: self.user, options=options)
 
     async def add_cogs(self) -> None:
         """Register the listeners and app commands (no connection needed)."""
@@ -68,8 +67,7 @@ def build_client(
 ) -> PixelragBot:
     """The bot, not connected; its cogs are added by `setup_hook` when it logs in (or `add_cogs`)."""
     options = options if options is not None else DiscordSettings.parse(settings.extra)
-    service.costs = threads  # what a server's indexing costs is kept with its questions' costs
-    return PixelragBot(DiscordHandlers(service, threads, settings, options=options), options)
+    return PixelragBot(service, threads, settings, options)
 
 
 def gateway_connected(client: discord.Client) -> Check:
@@ -89,7 +87,7 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
     if not logging.getLogger().handlers:
         discord.utils.setup_logging()
     threads = await thread_memory(settings, threads_db(settings)).open()
-    service = Service(settings)
+    service = Service(settings, costs=threads)  # a server's indexing costs are kept with its questions'
     await service.warm_up()
     clients: list[PixelragBot] = []  # the one trying now: a failed login leaves nothing to reuse
 

@@ -24,8 +24,10 @@ from core import (
     Service,
     Settings,
     ThreadMemory,
+    choose_indexing_place,
+    collection,
+    indexing_scope,
     own_and_shared,
-    scopes,
 )
 
 from .access import Access
@@ -89,28 +91,24 @@ class DiscordHandlers:
             return  # joins, pins, thread-created notices
         if not is_addressed(message, me):
             return
-        claim = f"discord:{message.id}"
         try:
-            claimed = await self.threads.claim(claim)
+            delivery = await self.conversation.claim(f"discord:{message.id}")
         except DatabaseUnavailable as exc:  # Discord delivers a message once: say so now
             log.warning("message %s not taken: %s", message.id, exc)
             await say(message.channel, f"⚠️ {shown_text(str(exc))}")
             return
-        if not claimed:
+        if delivery is None:
             return  # a gateway resume can deliver the same message twice
         question = strip_mentions(message.content, me, bot_role_ids(message, me))
         place = _Place(message.channel)
-        try:
-            await self._handle_message(message, question, place)
-        except PixelragError as exc:
-            await say(place.channel, f"⚠️ {shown_text(str(exc))}")
-        except Exception:
-            log.exception("failed to handle message %s", message.id)
-            await say(place.channel, GENERIC_FAILURE)
-        try:
-            await self.threads.finish(claim)
-        except PixelragError as exc:
-            log.warning("message %s not recorded as answered: %s", message.id, exc)
+        async with delivery:  # finished at the end, failures included: they were shown
+            try:
+                await self._handle_message(message, question, place)
+            except PixelragError as exc:
+                await say(place.channel, f"⚠️ {shown_text(str(exc))}")
+            except Exception:
+                log.exception("failed to handle message %s", message.id)
+                await say(place.channel, GENERIC_FAILURE)
 
     async def _handle_message(self, message: discord.Message, question: str, place: _Place) -> None:
         guild_id = message.guild.id if message.guild else None
@@ -177,7 +175,7 @@ class DiscordHandlers:
         if not self.access.allows(message.author, perms):
             await say(place, self.access.refusal())
             return
-        scope = await scopes.indexing_scope(self.threads, scope_for(message.guild.id, message.channel))
+        scope = await indexing_scope(self.threads, scope_for(message.guild.id, message.channel))
         status = await place.send(
             content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…", allowed_mentions=NO_PINGS
         )
@@ -236,7 +234,7 @@ class DiscordHandlers:
             return
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
-            scope = await scopes.indexing_scope(self.threads, _scope(interaction), where)
+            scope = await indexing_scope(self.threads, _scope(interaction), where)
             async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
                 if attachment is not None:
                     if kind(attachment) != "pdf":
@@ -271,7 +269,7 @@ class DiscordHandlers:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             scope = _scope(interaction)
-            report = await self.service.move(scope, document, scopes.collection(scope, where))
+            report = await self.service.move(scope, document, collection(scope, where))
             titles = ", ".join(f"**{shown_text(d.title)}**" for d in report.documents + report.unchanged)
             await replier.send_all(text_messages(f"✅ {titles} is now searched in {PLACES[where]}."))
 
@@ -281,7 +279,7 @@ class DiscordHandlers:
             return
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
-            await scopes.choose_indexing_place(self.threads, _scope(interaction), where)
+            await choose_indexing_place(self.threads, _scope(interaction), where)
             await replier.send_all(
                 text_messages(f"✅ From now on, a document indexed in a channel is searched in {PLACES[where]}.")
             )

@@ -18,7 +18,7 @@ import discord
 
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, grouped, literal, scopes
+from core import Answer, Citation, Document, IndexReport, grouped, kind_of, literal
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -250,7 +250,7 @@ def render_documents(docs: list[Document], scope: str) -> list[Outgoing]:
 
 def place_note(scope: str, report: IndexReport) -> str:
     """Under a summary of what was indexed into one channel's collection: that only it searches them."""
-    if not report.documents or scopes.kind_of(scope) != "channel":
+    if not report.documents or kind_of(scope) != "channel":
         return ""
     return "\n-# Searched in this channel only: `/scope` shares a document with the whole server."
 

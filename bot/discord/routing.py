@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import discord
 
-from core import SHARED_SCOPE, ThreadKey, scopes
+from core import SHARED_SCOPE, ThreadKey, channel_scope
 
 log = logging.getLogger("pixelrag.discord")
 
@@ -19,7 +19,7 @@ def scope_for(guild_id: int | None, channel: object = None) -> str:
     channel's); DMs see only the operator's shared collection."""
     if not guild_id:
         return SHARED_SCOPE
-    return scopes.channel_scope(f"discord:{guild_id}", home_channel(channel) or None)
+    return channel_scope(f"discord:{guild_id}", home_channel(channel) or None)
 
 
 def thread_key(channel: object, guild_id: int | None) -> ThreadKey:

@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, Service, Settings, ThreadMemory, scopes
+from core import Conversation, Service, Settings, ThreadMemory, channel_scope
 
 from ..background import BackgroundTasks
 from . import render
@@ -40,7 +40,6 @@ class SlackBot:
     ):
         self.service = service
         self.identity = SlackIdentity(client)
-        service.costs = threads  # what a workspace's indexing costs is kept with its questions' costs
         self.tasks = BackgroundTasks()
         files = SlackFiles(
             slack.bot_token, settings.request_timeout_s, settings.max_image_bytes, settings.max_pdf_bytes
@@ -64,7 +63,7 @@ class SlackBot:
         if tab == "home" and user:
             self.tasks.spawn(self.home.opened(client, scope, user), f"home tab for {user}")
         elif tab == "messages" and event.get("channel"):
-            where = scopes.channel_scope(scope, event["channel"])
+            where = channel_scope(scope, event["channel"])
             self.tasks.spawn(self.agent.offer_prompts(client, event["channel"], where), f"prompts for {user}")
 
 

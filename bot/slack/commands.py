@@ -9,7 +9,19 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import BadInput, PixelragError, Service, hide_credentials, scopes, usage
+from core import (
+    BadInput,
+    PixelragError,
+    Service,
+    channel_scope,
+    choose_indexing_place,
+    collection,
+    hide_credentials,
+    indexing_place,
+    indexing_scope,
+    tenant,
+    usage_summary,
+)
 
 from ..background import BackgroundTasks
 from . import render
@@ -39,13 +51,13 @@ class SlashCommand:
         sub, _, arg = text.partition(" ")
         sub, arg = sub.lower(), arg.strip()
         workspace = f"slack:{command.get('team_id') or context.team_id or ''}"
-        scope = scopes.channel_scope(workspace, command.get("channel_id"))
+        scope = channel_scope(workspace, command.get("channel_id"))
         if sub == "list":
             await ack(text=render.documents_text(await self.service.documents(scope), scope))
         elif sub == "status":
             status = await self.service.status(scope)
-            status["chat indexing goes to"] = f"the {await scopes.indexing_place(self.threads, scope)}"
-            status.update(await usage.summary([self.threads], *scopes.tenant(scope)))
+            status["chat indexing goes to"] = f"the {await indexing_place(self.threads, scope)}"
+            status.update(await usage_summary([self.threads], *tenant(scope)))
             await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(hide_credentials(text))}`…")
@@ -67,7 +79,7 @@ class SlashCommand:
                 await respond(f":wastebasket: Removed {render.escape(removed.title)}.")
                 await self.indexing.changed(client, scope)
             elif sub == "indexing":
-                await scopes.choose_indexing_place(self.threads, scope, arg.lower())
+                await choose_indexing_place(self.threads, scope, arg.lower())
                 await respond(render.indexing_place_text(arg.lower()))
             elif sub == "scope":
                 document, _, place = arg.rpartition(" ")
@@ -76,7 +88,7 @@ class SlashCommand:
                         f"Name a document and where it goes: `{self.settings.command} scope <document> "
                         "channel` or `… workspace`."
                     )
-                to = scopes.collection(scope, place.lower())
+                to = collection(scope, place.lower())
                 report = await self.service.move(scope, document, to)
                 await respond(render.moved_text(report, place.lower()))
                 await self.indexing.changed(client, scope)
@@ -85,7 +97,7 @@ class SlashCommand:
                 url = target.strip("<>").split("|")[0]
                 if not url.startswith(("http://", "https://")):
                     raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
-                into = await scopes.indexing_scope(self.threads, scope, place.strip().lower() or None)
+                into = await indexing_scope(self.threads, scope, place.strip().lower() or None)
                 await self.indexing.run(
                     channel,
                     hide_credentials(url),

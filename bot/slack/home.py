@@ -16,8 +16,7 @@ from collections import OrderedDict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Service, scopes, usage
-from core.ports import ThreadMemory
+from core import Service, ThreadMemory, tenant, usage_summary, workspace_of
 
 from .home_view import home_view
 
@@ -45,7 +44,7 @@ class AppHome:
         """The workspace's documents changed: its recent viewers get the new tab. (The shared
         collection changes only through the CLI, in another process: tabs catch up when reopened.)
         A change in one channel's collection is the workspace's tab too: what it shows may have moved."""
-        scope = scopes.workspace_of(scope)
+        scope = workspace_of(scope)
         await self.publish(client, scope, list(self.viewers.get(scope) or ()))
 
     async def publish(self, client: AsyncWebClient, scope: str, users: list[str]) -> None:
@@ -54,7 +53,7 @@ class AppHome:
         try:
             documents = await self.service.documents(scope)
             indexing = self.service.indexing_now(scope)
-            costs = await usage.summary([self.threads], *scopes.tenant(scope))
+            costs = await usage_summary([self.threads], *tenant(scope))
             view = home_view(documents, scope, indexing, self.command, costs)
         except Exception:
             log.exception("the Home tab for %s could not be built", scope)

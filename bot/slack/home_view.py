@@ -9,8 +9,7 @@ are for messages only, so everything here is mrkdwn sections and context blocks.
 
 from __future__ import annotations
 
-from core import Document, own_and_shared
-from core.errors import plural
+from core import Document, own_and_shared, plural
 
 from .render import SECTION_LIMIT, escape
 

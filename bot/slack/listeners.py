@@ -16,7 +16,7 @@ import re
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, DatabaseUnavailable, PixelragError, ThreadMemory, scopes
+from core import Conversation, DatabaseUnavailable, Delivery, PixelragError, ThreadMemory, channel_scope, indexing_scope
 
 from ..background import BackgroundTasks
 from ..triggers import asks_to_index
@@ -77,33 +77,23 @@ class SlackQuestions:
 
     async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
         """Retried deliveries repeat the event id; a mention also arrives as a message event with
-        another id, so the message itself is claimed too. The claims are finished once the work is
-        done (failures included, they were shown); a process killed on the way leaves them open, so
-        Slack's redelivery is answered after a restart."""
+        another id, so the message itself is claimed too (core/delivery.py). A process killed on the way
+        leaves the claims open, so Slack's redelivery is answered after a restart."""
         team = team_of(body, event, context)
-        claims = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]
+        ids = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]
         try:
-            for n, claim in enumerate(claims):
-                if not await self.threads.claim(claim):
-                    await self.threads.finish(*claims[:n])  # a duplicate of work claimed elsewhere
-                    return await ack()
+            delivery = await self.conversation.claim(*ids)
         except DatabaseUnavailable as exc:
             # Not acknowledged: Slack delivers it again (HTTP retries, an unacknowledged Socket Mode
             # envelope), and it is answered then. Meanwhile the asker is told, once.
             log.warning("message %s not taken: %s", event.get("ts"), exc)
             await self._tell_unavailable(context.client, event)
             return BoltResponse(status=503, body="the index database is unavailable")
-        context["claims"] = claims
+        if delivery is None:
+            return await ack()  # a duplicate of work claimed already
+        context["delivery"] = delivery
         await next()
         return None
-
-    async def _note(self, delivery: str, **progress) -> None:
-        """What a process taking this delivery over after a crash needs to know; a failure to note it
-        costs only that (the answer goes on)."""
-        try:
-            await self.threads.note(delivery, **progress)
-        except PixelragError as exc:
-            log.warning("progress of %s not noted: %s", delivery, exc)
 
     async def _tell_unavailable(self, client: AsyncWebClient, event: dict) -> None:
         where = (event["channel"], event["ts"])
@@ -117,27 +107,24 @@ class SlackQuestions:
     # ----- the listener ----------------------------------------------------------------------
     async def on_question(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
         self.tasks.spawn(
-            self.handle(event, team_of(body, event, context), client, context.bot_user_id, context["claims"]),
+            self.handle(event, team_of(body, event, context), client, context.bot_user_id, context["delivery"]),
             f"message {event.get('ts')}",
         )
 
     async def handle(
-        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, claims: list[str]
+        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, delivery: Delivery
     ) -> None:
-        try:
-            if event.get("type") == "app_mention" and "files" not in event:
-                # app_mention payloads sometimes omit files; the message itself carries them.
-                event = await refetch_files(client, event)
-            await self.respond_to(event, team, client, bot_user_id, claims[-1])
-        except Exception:
-            log.exception("handling message %s failed", event.get("ts"))
-        try:
-            await self.threads.finish(*claims)
-        except PixelragError as exc:  # the answer is out; an unfinished claim only means no redelivery is skipped
-            log.warning("delivery of %s not recorded as finished: %s", event.get("ts"), exc)
+        async with delivery:  # finished at the end, failures included: they were shown
+            try:
+                if event.get("type") == "app_mention" and "files" not in event:
+                    # app_mention payloads sometimes omit files; the message itself carries them.
+                    event = await refetch_files(client, event)
+                await self.respond_to(event, team, client, bot_user_id, delivery)
+            except Exception:
+                log.exception("handling message %s failed", event.get("ts"))
 
     async def respond_to(
-        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, delivery: str
+        self, event: dict, team: str, client: AsyncWebClient, bot_user_id: str | None, delivery: Delivery
     ) -> None:
         ts = event["ts"]
         thread = Thread(client, event["channel"], event.get("thread_ts") or ts)
@@ -160,7 +147,7 @@ class SlackQuestions:
             if not allowed:
                 await thread.post(REFUSAL)
                 return
-            into = await scopes.indexing_scope(self.threads, scopes.channel_scope(f"slack:{team}", thread.channel))
+            into = await indexing_scope(self.threads, channel_scope(f"slack:{team}", thread.channel))
             await self.indexing.from_message(thread, into, pdfs, url_request.group(1) if url_request else None)
             return
         # The stream goes to the asker's own team: a Slack Connect user's is not the app's workspace,
@@ -177,39 +164,18 @@ class SlackQuestions:
         question: str,
         files: list[dict],
         user: str,
-        delivery: str,
+        delivery: Delivery,
         user_team: str,
     ) -> None:
-        async def started(stream_ts: str) -> None:
-            await self._note(delivery, stream=stream_ts)
-
+        """The answer streamed into the thread (stream -> ask -> finish -> post), its delivery noted so
+        that a process taking it over after a crash finishes it instead of answering twice."""
         thread_ts = thread.thread_ts or ts  # as respond_to made the thread: the question's, or one at it
-        stream = (
-            AnswerStream(
-                thread.client,
-                thread.channel,
-                thread_ts,
-                user_team,
-                user,
-                self.settings.stream_interval_s,
-                on_start=started,
-            )
-            if self.settings.streaming
-            else None
-        )
+        stream = self._stream(thread, thread_ts, user_team, user, delivery)
         # Left last: a stream that broke is closed once the answer, or its error, is posted below it.
         closing = stream.closed_after() if stream else contextlib.nullcontext()
         async with closing, thread.working(ts), thread.failures_shown("answering", stream):
-            # A redelivery of a question whose process died: finish what it started, do not start over.
-            earlier = await self.threads.progress(delivery)
-            if earlier.get("posted"):
-                await thread.post(
-                    ":warning: The page previews of the answer above were not uploaded: the bot "
-                    "restarted before it could."
-                )
+            if await self._resumed(thread, delivery):
                 return
-            if earlier.get("stream"):
-                await close_interrupted(thread.client, thread.channel, earlier["stream"])
             images, problems = await self.files.screenshots(files)
             warnings = "\n".join(f":warning: {render.escape(p)}" for p in problems)
             if not question.strip() and not images:
@@ -223,7 +189,7 @@ class SlackQuestions:
                 ("slack", team, thread.channel, thread_ts),
                 question,
                 images,
-                scope=scopes.channel_scope(f"slack:{team}", thread.channel),
+                scope=channel_scope(f"slack:{team}", thread.channel),
                 render=render.render_answer,
                 keep_reply=True,
                 events=stream.event if stream else None,
@@ -240,15 +206,45 @@ class SlackQuestions:
                 )
             )
             if stream is not None and stream.stopped_by_user:  # pressed Stop: nothing more is posted
-                await self._note(delivery, posted=True)
-                await self.conversation.delivered(reply)
+                await delivery.posted(reply)
                 return
             if not await thread.post_answer(reply.rendered if after is None else after):
                 return  # no evidence "for the answer above" under no answer
-            await self._note(delivery, posted=True)
-            await self.conversation.delivered(reply)
+            await delivery.posted(reply)
             if answer is not None and not answer.clarifying_question:
                 await thread.upload_previews(answer)
+
+    def _stream(
+        self, thread: Thread, thread_ts: str, user_team: str, user: str, delivery: Delivery
+    ) -> AnswerStream | None:
+        if not self.settings.streaming:
+            return None
+
+        async def started(stream_ts: str) -> None:
+            await delivery.note(stream=stream_ts)
+
+        return AnswerStream(
+            thread.client,
+            thread.channel,
+            thread_ts,
+            user_team,
+            user,
+            self.settings.stream_interval_s,
+            on_start=started,
+        )
+
+    async def _resumed(self, thread: Thread, delivery: Delivery) -> bool:
+        """A redelivery of a question whose process died: what it left is finished; True when nothing
+        more is to be done (its answer was posted)."""
+        earlier = await delivery.earlier()
+        if earlier.get("posted"):
+            await thread.post(
+                ":warning: The page previews of the answer above were not uploaded: the bot restarted before it could."
+            )
+            return True
+        if earlier.get("stream"):
+            await close_interrupted(thread.client, thread.channel, earlier["stream"])
+        return False
 
 
 async def refetch_files(client: AsyncWebClient, event: dict) -> dict:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from core import BadInput
-from core.errors import first_line
+from core import BadInput, first_line
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"  # beside bot/ in a checkout
 

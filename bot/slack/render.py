@@ -16,7 +16,7 @@ from pathlib import Path
 from bot.progress import pace
 from bot.text_split import clip
 from bot.text_split import split_text as split_pieces
-from core import Answer, Citation, Document, IndexReport, Progress, grouped, scopes
+from core import Answer, Citation, Document, IndexReport, Progress, grouped, kind_of
 
 SECTION_LIMIT = 3000
 MARKDOWN_PIECE = 10_000  # of one markdown block (Slack: 12,000), leaving room in its message
@@ -252,7 +252,7 @@ def documents_text(documents: list[Document], scope: str) -> str:
 
 def place_note(scope: str | None) -> str:
     """Under a summary of what was indexed into one channel's collection: that only it searches them."""
-    if scope is None or scopes.kind_of(scope) != "channel":
+    if scope is None or kind_of(scope) != "channel":
         return ""
     return "\n_Searched in this channel only: `/pixelrag scope <document> workspace` shares one with the workspace._"
 

@@ -27,7 +27,7 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     if not http and not slack.app_token:
         raise BadInput("SLACK_APP_TOKEN is not set (an xapp- token with connections:write) — or use --http.")
     threads = await thread_memory(settings, slack.threads_db).open()
-    service = Service(settings)
+    service = Service(settings, costs=threads)  # a workspace's indexing costs are kept with its questions'
     await service.warm_up()
     app, bot = build_app(settings, service, threads)
     await bot.identity.check()  # a refused token is logged now; deliveries wait until Slack takes it

@@ -29,6 +29,7 @@ class EmbeddedPages:
         self.store = store
         self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
         self._load_lock = asyncio.Lock()
+        self._serving = False  # questions are asked in this process: a build loads what it publishes
 
     def snapshot(self) -> tuple[Snapshot, LexicalIndex] | None:
         name = self.store.active_name()
@@ -84,6 +85,7 @@ class EmbeddedPages:
             return await asyncio.to_thread(self.snapshot)
 
     async def search(self, scope: str) -> EmbeddedSearch | None:
+        self._serving = True
         loaded = await self.load()
         if loaded is None:
             return None
@@ -101,10 +103,15 @@ class EmbeddedPages:
     async def warm_up(self) -> None:
         """Open the index before the first question; a damaged one is logged here and reported to whoever
         asks (so that a bot still starts and can re-index it)."""
+        self._serving = True
         try:
             await self.load()
         except IndexProblem as exc:
             log.warning("the index cannot be opened: %s", exc)
+
+    async def published(self) -> None:
+        if self._serving:
+            await self.warm_up()
 
     async def documents(self, scope: str) -> list[Document]:
         return self.visible_documents(scope)

@@ -95,6 +95,10 @@ class PostgresPages:
             row = await (await conn.execute("SELECT pdf FROM pixelrag_sources WHERE sha256 = %s", (sha256,))).fetchone()
         return bytes(row[0]) if row else None
 
+    async def published(self) -> None:
+        """Nothing to do: a question reads the index's version, and what a scope sees is read again after
+        a publication (scope_views.py)."""
+
     async def warm_up(self) -> None:
         async with await self.connection():
             pass

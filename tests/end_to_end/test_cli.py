@@ -130,7 +130,8 @@ def test_settings_come_from_dotenv_and_the_environment_wins(tmp_path):
 def test_feedback_export_reads_the_bots_thread_memory(env, capsys):
     import asyncio
 
-    from core import Exchange, ThreadStore
+    from core import ThreadStore
+    from core.records import Exchange
 
     async def rate() -> None:
         store = await ThreadStore(env / "index" / "slack-threads.sqlite").open()

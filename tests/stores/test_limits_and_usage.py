@@ -123,7 +123,7 @@ async def test_what_a_workspace_indexing_costs_is_added_to_its_usage(threads, tm
     async with FakeGemini() as gemini:
         service = Service(gemini.settings(Settings(index_dir=tmp_path / "g"), embedding_dim=256))
         await service.index([str(brochure)])  # the operator's, before any thread memory: not kept
-        service.costs = threads  # as the Slack and Discord bots set it
+        service.costs = threads  # as the Slack and Discord bots make theirs (Service(…, costs=threads))
         before = gemini.requests["batchEmbedContents"]
         manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute.", "Its impeller is bronze."])
         await service.index_bytes(manual.read_bytes(), "q9.pdf", scope="slack:T1")

@@ -278,7 +278,8 @@ async def _close(service: Service) -> None:
 
 async def test_migrate_copies_an_index_and_thread_memory_without_embedding(brochure_index, database_url, tmp_path,
                                                                              monkeypatch, local):
-    from core import Exchange, ThreadStore, migrate_index, migrate_threads
+    from core import ThreadStore, migrate_index, migrate_threads
+    from core.records import Exchange
     from core.postgres.threads import PostgresThreadStore
 
     folder = Service(Settings(index_dir=brochure_index, backend="local"), backend=local)

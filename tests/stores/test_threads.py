@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from core import Exchange, IndexProblem, Settings, ThreadStore, thread_memory
+from core import Settings, ThreadStore, thread_memory
+from core.errors import IndexProblem
+from core.records import Exchange
 from core.postgres.threads import PostgresThreadStore
 from core.embedded.threads import KEEP_EVENTS_S, MIGRATIONS
 
