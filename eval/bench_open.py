@@ -11,6 +11,7 @@ time and resident memory:
 - "serving": what a bot does now (words read per page on demand, sources checked to exist, the saved
   BM25 index read back).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.records import Document, Page, Word  # noqa: E402
 from core.embedded.index_folder import IndexStore  # noqa: E402
+from core.records import Document, Page, Word  # noqa: E402
 
 CHILD = """
 import json, os, sys, time
@@ -67,8 +68,10 @@ def build(root: Path, n: int, words_per_page: int, dim: int, rng) -> None:
         store.save_page_image(content, image)
         for p in range(per_doc):
             ranks = np.minimum(rng.zipf(1.2, size=words_per_page), len(vocab)) - 1
-            words = tuple(Word(vocab[r], (0.1, 0.1 + i / words_per_page / 2, 0.2, 0.12 + i / words_per_page / 2), i // 10)
-                          for i, r in enumerate(ranks))
+            words = tuple(
+                Word(vocab[r], (0.1, 0.1 + i / words_per_page / 2, 0.2, 0.12 + i / words_per_page / 2), i // 10)
+                for i, r in enumerate(ranks)
+            )
             pages.append(Page(doc.doc_id, p + 1, content, 595.0, 842.0, words))
     vectors = rng.standard_normal((len(pages), dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -96,19 +99,27 @@ def main() -> None:
         build(index, args.pages, args.words, args.dim, np.random.default_rng(0))
         write_s = time.perf_counter() - t
         size = sum(f.stat().st_size for f in index.rglob("*") if f.is_file()) / 2**20
-        print(f"## Opening the embedded index ({args.pages:,} pages x {args.words} words, {args.dim}-d; "
-              f"written in {write_s:.0f} s, {size:,.0f} MB on disk)\n")
+        print(
+            f"## Opening the embedded index ({args.pages:,} pages x {args.words} words, {args.dim}-d; "
+            f"written in {write_s:.0f} s, {size:,.0f} MB on disk)\n"
+        )
         print("| open | time | resident memory | as a bot opened it |")
         print("|---|---|---|---|")
         results = {}
         if "full" in modes:
             results["full"] = full = open_in_child(index, "full")
-            print(f"| full: all words parsed, sources hashed, BM25 built | {full['seconds']:.1f} s | "
-                  f"{full['rss_mb']:,.0f} MB | before |", flush=True)
+            print(
+                f"| full: all words parsed, sources hashed, BM25 built | {full['seconds']:.1f} s | "
+                f"{full['rss_mb']:,.0f} MB | before |",
+                flush=True,
+            )
         if "serving" in modes:
             results["serving"] = serving = open_in_child(index, "serving")
-            print(f"| serving: words per page on demand, saved BM25 read | {serving['seconds']:.2f} s | "
-                  f"{serving['rss_mb']:,.0f} MB | now |", flush=True)
+            print(
+                f"| serving: words per page on demand, saved BM25 read | {serving['seconds']:.2f} s | "
+                f"{serving['rss_mb']:,.0f} MB | now |",
+                flush=True,
+            )
         assert all(r["words"] == args.words for r in results.values())
         assert len({r["terms"] for r in results.values()}) == 1
 

@@ -80,8 +80,10 @@ def main() -> None:
     print("| variant | right | none | wrong |\n|---|---|---|---|")
     for variant in VARIANTS:
         print(f"| {variant} | " + " | ".join(str(outcomes[(variant, o)]) for o in ("right", "none", "wrong")) + " |")
-    print(f"\n{len(seconds)} matches against {CANDIDATES} pages, p50 {1000 * np.median(seconds):.0f} ms; "
-          f"{blank} blank cuts left out")
+    print(
+        f"\n{len(seconds)} matches against {CANDIDATES} pages, p50 {1000 * np.median(seconds):.0f} ms; "
+        f"{blank} blank cuts left out"
+    )
 
 
 if __name__ == "__main__":

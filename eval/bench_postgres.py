@@ -20,6 +20,7 @@ ranking of every page (what the embedded store computes). Also publishing (the f
 into an empty table builds HNSW after the rows; later ones grow it) and sizes. At 3,072 dimensions
 the column is halfvec. Needs the test extras; not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,9 @@ from core.postgres import page_builds  # noqa: E402
 from core.postgres.page_rows import vector_text, vector_type  # noqa: E402
 from core.postgres.page_search import CANDIDATES, EF_SEARCH, ITERATIVE_SCAN  # noqa: E402
 from core.postgres.pages import PostgresPages  # noqa: E402
-from core.records import SHARED_SCOPE, Document, Page, Word  # noqa: E402
 from core.ranking.bm25 import lexical_index  # noqa: E402
 from core.ranking.fusion import fuse_scores  # noqa: E402
+from core.records import SHARED_SCOPE, Document, Page, Word  # noqa: E402
 
 PAGES_PER_DOCUMENT = 1000
 SECTION = 4  # pages per section: a query's exact top 4
@@ -48,7 +49,8 @@ LATENT = 48
 TOPICS = 500
 K = 4
 RAW_SETTINGS = [(ef, mode, K) for mode in ("strict_order", "relaxed_order") for ef in (40, 100, 200)] + [
-    (EF_SEARCH, ITERATIVE_SCAN, CANDIDATES)]  # the product's settings and candidate count
+    (EF_SEARCH, ITERATIVE_SCAN, CANDIDATES)
+]  # the product's settings and candidate count
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -104,8 +106,9 @@ async def run(args, url: str) -> dict:
         async with store.building([doc.source for doc, _, _ in batch], lambda holder: None, []) as build:
             await build.publish(built_with, set(), batch)
         rates.append((sum(len(p) for _, p, _ in batch), time.perf_counter() - t))
-        print(f"  published {len(all_pages):,} pages ({rates[-1][0] / rates[-1][1]:,.0f}/s)", file=sys.stderr,
-              flush=True)
+        print(
+            f"  published {len(all_pages):,} pages ({rates[-1][0] / rates[-1][1]:,.0f}/s)", file=sys.stderr, flush=True
+        )
 
     batch: list = []
     first = max(1, n_docs - args.later)  # documents in the first (bulk) publication
@@ -116,9 +119,16 @@ async def run(args, url: str) -> dict:
         pages = []
         for i in range(n):
             words = rng.choice(len(vocabulary), size=WORDS_PER_PAGE, p=zipf)
-            pages.append(Page(doc.doc_id, i + 1, f"{d:06d}{i:06d}", 595, 842,
-                              tuple(Word(vocabulary[w], (0.1, 0.1, 0.2, 0.12), j // 10, "text")
-                                    for j, w in enumerate(words))))
+            pages.append(
+                Page(
+                    doc.doc_id,
+                    i + 1,
+                    f"{d:06d}{i:06d}",
+                    595,
+                    842,
+                    tuple(Word(vocabulary[w], (0.1, 0.1, 0.2, 0.12), j // 10, "text") for j, w in enumerate(words)),
+                )
+            )
         batch.append((doc, pages, [v[None, :] for v in vectors]))
         documents.append(doc)
         all_pages += pages
@@ -132,11 +142,17 @@ async def run(args, url: str) -> dict:
     keys = [(p.doc_id, p.page) for p in all_pages]
     cast = vector_type(args.dim)
     async with await store.connection() as conn:
-        size_mb = (await (await conn.execute(
-            "SELECT sum(pg_total_relation_size(c)) / 1048576.0 FROM unnest(ARRAY['pixelrag_vectors', "
-            "'pixelrag_pages', 'pixelrag_terms', 'pixelrag_term_pages']) AS c")).fetchone())[0]
-        hnsw_mb = (await (await conn.execute(
-            "SELECT pg_relation_size('pixelrag_vectors_hnsw') / 1048576.0")).fetchone())[0]
+        size_mb = (
+            await (
+                await conn.execute(
+                    "SELECT sum(pg_total_relation_size(c)) / 1048576.0 FROM unnest(ARRAY['pixelrag_vectors', "
+                    "'pixelrag_pages', 'pixelrag_terms', 'pixelrag_term_pages']) AS c"
+                )
+            ).fetchone()
+        )[0]
+        hnsw_mb = (
+            await (await conn.execute("SELECT pg_relation_size('pixelrag_vectors_hnsw') / 1048576.0")).fetchone()
+        )[0]
         await conn.execute("ANALYZE")
     page_ids = await _page_ids(store)  # (doc_id, page) -> id, for the raw queries' answers
 
@@ -152,11 +168,19 @@ async def run(args, url: str) -> dict:
         query = corpus.query(matrix[target])
         text = " ".join(w.text for w in rng.choice(np.array(all_pages[target].words, dtype=object), 4, replace=False))
         scores = np.where(allowed, matrix @ query, -np.inf)
-        order = np.argsort(-scores)[:K + 1]
+        order = np.argsort(-scores)[: K + 1]
         fused = fuse_scores(scores, lexical.scores(text), allowed, K, lexical.coverage(text, allowed))
-        questions.append({"tenant": tenant, "query": query, "text": text, "exact": {keys[i] for i in order[:K]},
-                          "margins": (scores[order[0]] - scores[order[K]], scores[order[K - 1]] - scores[order[K]]),
-                          "target_first": order[0] == target, "fused": [keys[i] for i, _ in fused]})
+        questions.append(
+            {
+                "tenant": tenant,
+                "query": query,
+                "text": text,
+                "exact": {keys[i] for i in order[:K]},
+                "margins": (scores[order[0]] - scores[order[K]], scores[order[K - 1]] - scores[order[K]]),
+                "target_first": order[0] == target,
+                "fused": [keys[i] for i, _ in fused],
+            }
+        )
 
     raw = {}
     async with await store.connection() as conn:
@@ -166,19 +190,29 @@ async def run(args, url: str) -> dict:
             ms, recalls = [], []
             for q in questions:
                 t = time.perf_counter()
-                rows = await (await conn.execute(
-                    f"SELECT page_id, embedding <#> %s::{cast} AS d FROM pixelrag_vectors WHERE scope = ANY(%s) "
-                    f"ORDER BY embedding <#> %s::{cast} LIMIT {limit}",
-                    (vector_text(q["query"]), [SHARED_SCOPE, q["tenant"]], vector_text(q["query"])))).fetchall()
+                rows = await (
+                    await conn.execute(
+                        f"SELECT page_id, embedding <#> %s::{cast} AS d FROM pixelrag_vectors WHERE scope = ANY(%s) "
+                        f"ORDER BY embedding <#> %s::{cast} LIMIT {limit}",
+                        (vector_text(q["query"]), [SHARED_SCOPE, q["tenant"]], vector_text(q["query"])),
+                    )
+                ).fetchall()
                 ms.append((time.perf_counter() - t) * 1000)
                 best = {r[0] for r in sorted(rows, key=lambda r: r[1])[:K]}  # relaxed_order: not quite sorted
                 recalls.append(len(best & {page_ids[key] for key in q["exact"]}) / K)
             raw[(ef, mode, limit)] = (ms, float(np.mean(recalls)))
         await conn.execute("RESET hnsw.ef_search")
         await conn.execute("RESET hnsw.iterative_scan")
-        plan = "\n".join(r[0] for r in await (await conn.execute(
-            f"EXPLAIN SELECT page_id FROM pixelrag_vectors WHERE scope = ANY(%s) ORDER BY embedding <#> %s::{cast} "
-            "LIMIT 40", ([SHARED_SCOPE, "t1"], vector_text(questions[0]["query"])))).fetchall())
+        plan = "\n".join(
+            r[0]
+            for r in await (
+                await conn.execute(
+                    "EXPLAIN SELECT page_id FROM pixelrag_vectors WHERE scope = ANY(%s) "
+                    f"ORDER BY embedding <#> %s::{cast} LIMIT 40",
+                    ([SHARED_SCOPE, "t1"], vector_text(questions[0]["query"])),
+                )
+            ).fetchall()
+        )
 
     first_ms = []  # a scope's first question after a publication: its view is read (scope_views.py)
     for tenant in sorted({q["tenant"] for q in questions}):
@@ -200,14 +234,23 @@ async def run(args, url: str) -> dict:
     await store.close()
     margins = np.array([q["margins"] for q in questions])
     later = rates[1:]
-    return {"first": rates[0], "later": (sum(n for n, _ in later), sum(s for _, s in later)) if later else None,
-            "hnsw_s": hnsw_s[-1] if hnsw_s else float("nan"), "size_mb": float(size_mb), "hnsw_mb": float(hnsw_mb),
-            "raw": raw, "dense": dense_ms, "first_question": first_ms, "fused": fused_ms,
-            "recall": float(np.mean(recalls)),
-            "fused_same": fused_same, "margins": np.median(margins, axis=0),
-            "target_first": float(np.mean([q["target_first"] for q in questions])),
-            "visible": float(np.mean([np.isin(page_scope, [SHARED_SCOPE, q["tenant"]]).sum() for q in questions])),
-            "hnsw": "pixelrag_vectors_hnsw" in plan}
+    return {
+        "first": rates[0],
+        "later": (sum(n for n, _ in later), sum(s for _, s in later)) if later else None,
+        "hnsw_s": hnsw_s[-1] if hnsw_s else float("nan"),
+        "size_mb": float(size_mb),
+        "hnsw_mb": float(hnsw_mb),
+        "raw": raw,
+        "dense": dense_ms,
+        "first_question": first_ms,
+        "fused": fused_ms,
+        "recall": float(np.mean(recalls)),
+        "fused_same": fused_same,
+        "margins": np.median(margins, axis=0),
+        "target_first": float(np.mean([q["target_first"] for q in questions])),
+        "visible": float(np.mean([np.isin(page_scope, [SHARED_SCOPE, q["tenant"]]).sum() for q in questions])),
+        "hnsw": "pixelrag_vectors_hnsw" in plan,
+    }
 
 
 async def _page_ids(store) -> dict[tuple[str, int], int]:
@@ -233,32 +276,49 @@ def main() -> None:
         finally:
             server.cleanup()
     kind = vector_type(args.dim)
-    print(f"## PostgreSQL page index: {args.pages:,} pages x {args.dim}-d ({kind}), {args.tenants} tenants + shared, "
-          f"{args.queries} queries\n")
+    print(
+        f"## PostgreSQL page index: {args.pages:,} pages x {args.dim}-d ({kind}), {args.tenants} tenants + shared, "
+        f"{args.queries} queries\n"
+    )
     (n1, s1) = r["first"]
     later = f"{r['later'][0] / r['later'][1]:,.0f} pages/s ({r['later'][0]:,} pages)" if r["later"] else "none"
-    print("| first publication (HNSW built after the rows) | of which the HNSW build | later publications (HNSW "
-          "grown) | tables + indexes | of which HNSW |")
+    print(
+        "| first publication (HNSW built after the rows) | of which the HNSW build | later publications (HNSW "
+        "grown) | tables + indexes | of which HNSW |"
+    )
     print("|---|---|---|---|---|")
-    print(f"| {n1 / s1:,.0f} pages/s ({n1:,} pages, {s1:.0f} s) | {r['hnsw_s']:.0f} s | {later} | "
-          f"{r['size_mb']:,.0f} MB | {r['hnsw_mb']:,.0f} MB |")
-    print(f"\nA question sees {r['visible']:,.0f} pages on average (its tenant's and the shared ones). The exact top 1 is "
-          f"the query's target page in {r['target_first']:.0%} of queries; median cosine margins: top 1 minus top 5 "
-          f"{r['margins'][0]:.3f}, top 4 minus top 5 {r['margins'][1]:.3f}.\n")
+    print(
+        f"| {n1 / s1:,.0f} pages/s ({n1:,} pages, {s1:.0f} s) | {r['hnsw_s']:.0f} s | {later} | "
+        f"{r['size_mb']:,.0f} MB | {r['hnsw_mb']:,.0f} MB |"
+    )
+    print(
+        f"\nA question sees {r['visible']:,.0f} pages on average (its tenant's and the shared ones). The exact "
+        f"top 1 is the query's target page in {r['target_first']:.0%} of queries; median cosine margins: top 1 "
+        f"minus top 5 {r['margins'][0]:.3f}, top 4 minus top 5 {r['margins'][1]:.3f}.\n"
+    )
     print(f"| search (tenant filter on) | p50 | p99 | recall@{K} vs exact |")
     print("|---|---|---|---|")
     for (ef, mode, limit), (ms, recall) in r["raw"].items():
-        print(f"| raw pgvector, LIMIT {limit}{f' (its best {K})' if limit != K else ''}, ef_search {ef}, {mode} "
-              f"| {percentiles(ms)} | {recall:.3f} |")
-    print(f"| PostgresPages.search(scope) + rank(), dense (ef_search {EF_SEARCH}, {ITERATIVE_SCAN}, "
-          f"{CANDIDATES} candidates) | {percentiles(r['dense'])} "
-          f"| {r['recall']:.3f} |")
-    print(f"| the same, fused with BM25 | {percentiles(r['fused'])} | top {K} identical to the embedded store's "
-          f"ranking of every page: {r['fused_same']} of {args.queries} |")
-    print(f"\nA scope's first question after a publication also reads what the scope sees (its documents and "
-          f"page sample): p50 {np.percentile(r['first_question'], 50):.0f} ms over {len(r['first_question'])} scopes; the figures above "
-          f"are later questions. The planner {'walks the HNSW index' if r['hnsw'] else 'does NOT use the HNSW index (exact search)'} for "
-          "the filtered query.")
+        print(
+            f"| raw pgvector, LIMIT {limit}{f' (its best {K})' if limit != K else ''}, ef_search {ef}, {mode} "
+            f"| {percentiles(ms)} | {recall:.3f} |"
+        )
+    print(
+        f"| PostgresPages.search(scope) + rank(), dense (ef_search {EF_SEARCH}, {ITERATIVE_SCAN}, "
+        f"{CANDIDATES} candidates) | {percentiles(r['dense'])} "
+        f"| {r['recall']:.3f} |"
+    )
+    print(
+        f"| the same, fused with BM25 | {percentiles(r['fused'])} | top {K} identical to the embedded store's "
+        f"ranking of every page: {r['fused_same']} of {args.queries} |"
+    )
+    first = r["first_question"]
+    plan = "walks the HNSW index" if r["hnsw"] else "does NOT use the HNSW index (exact search)"
+    print(
+        f"\nA scope's first question after a publication also reads what the scope sees (its documents and "
+        f"page sample): p50 {np.percentile(first, 50):.0f} ms over {len(first)} scopes; the figures above "
+        f"are later questions. The planner {plan} for the filtered query."
+    )
 
 
 if __name__ == "__main__":

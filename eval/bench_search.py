@@ -11,6 +11,7 @@ Vectors are random unit vectors (float32; latency does not depend on their value
 would not fit in the memory left (less than 3 GB headroom) is stored as float16 instead and that is
 reported; a float16 matrix is multiplied in float32 blocks, as a real float16 index would be.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,14 +43,14 @@ def make_matrix(n: int, dim: int, dtype, rng) -> np.ndarray:
     for start in range(0, n, BLOCK):
         block = rng.standard_normal((min(BLOCK, n - start), dim), dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        m[start:start + len(block)] = block
+        m[start : start + len(block)] = block
     return m
 
 
 def scores_f16(m: np.ndarray, row_page: np.ndarray, n: int, q: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=np.float32)
     for start in range(0, len(m), BLOCK):
-        out[start:start + BLOCK] = m[start:start + BLOCK].astype(np.float32) @ q
+        out[start : start + BLOCK] = m[start : start + BLOCK].astype(np.float32) @ q
     return out
 
 
@@ -73,9 +74,17 @@ def bench(n: int, dim: int, queries: int, rng) -> dict:
         fuse_scores(dense, None, allowed, 4)
         lat.append((time.perf_counter() - t) * 1000)
     lat = np.array(lat)
-    out = {"pages": n, "dim": dim, "dtype": np.dtype(dtype).name, "matrix_mb": m.nbytes / 2**20,
-           "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "queries": queries,
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "build_s": build_s}
+    out = {
+        "pages": n,
+        "dim": dim,
+        "dtype": np.dtype(dtype).name,
+        "matrix_mb": m.nbytes / 2**20,
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "queries": queries,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "build_s": build_s,
+    }
     del m
     return out
 
@@ -121,9 +130,17 @@ def bench_lexical(n: int, queries: int, rng) -> dict:
         index.coverage(query, allowed)
         lat.append((time.perf_counter() - t) * 1000)
     lat = np.array(lat)
-    return {"pages": n, "build_s": build_s, "update_s": update_s, "save_s": save_s, "open_s": open_s,
-            "file_mb": file_mb,
-            "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)), "queries": queries}
+    return {
+        "pages": n,
+        "build_s": build_s,
+        "update_s": update_s,
+        "save_s": save_s,
+        "open_s": open_s,
+        "file_mb": file_mb,
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "queries": queries,
+    }
 
 
 def main() -> None:
@@ -141,22 +158,35 @@ def main() -> None:
         for dim in (int(d) for d in args.dims.split(",")):
             q = args.queries if n < 1_000_000 else max(20, args.queries // 5)
             r = bench(n, dim, q, rng)
-            print(f"| {n:,} | {dim} | {r['dtype']} | {r['matrix_mb']:,.0f} MB | {r['p50_ms']:.1f} ms | "
-                  f"{r['p99_ms']:.1f} ms | {r['queries']} | {r['peak_rss_mb']:,.0f} MB |", flush=True)
-    print("\n## Lexical search (local backend: BM25 built and saved when a snapshot is written, read back when a "
-          "process opens it; then scores + coverage per query; 200 Zipf-distributed words per page)\n")
-    print("| pages | BM25 build (at write) | next build (+50 pages, -50) | save | open (read back whole) | file | "
-          "query p50 | query p99 | queries |")
+            print(
+                f"| {n:,} | {dim} | {r['dtype']} | {r['matrix_mb']:,.0f} MB | {r['p50_ms']:.1f} ms | "
+                f"{r['p99_ms']:.1f} ms | {r['queries']} | {r['peak_rss_mb']:,.0f} MB |",
+                flush=True,
+            )
+    print(
+        "\n## Lexical search (local backend: BM25 built and saved when a snapshot is written, read back when a "
+        "process opens it; then scores + coverage per query; 200 Zipf-distributed words per page)\n"
+    )
+    print(
+        "| pages | BM25 build (at write) | next build (+50 pages, -50) | save | open (read back whole) | file | "
+        "query p50 | query p99 | queries |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in args.lexical_sizes.split(",") if s):
         r = bench_lexical(n, args.queries, rng)
-        print(f"| {n:,} | {r['build_s']:.1f} s | {r['update_s']:.1f} s | {r['save_s']:.2f} s | {r['open_s']:.2f} s | "
-              f"{r['file_mb']:,.0f} MB | "
-              f"{r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['queries']} |", flush=True)
-    print("\nBefore the index was saved, every process paid the build column each time it opened a snapshot; now "
-          "it pays the open column, and the build is paid once, when the snapshot is written (off the event loop). "
-          "A later snapshot extends the previous one's index: the next-build column, which tokenizes only the "
-          "pages added.")
+        print(
+            f"| {n:,} | {r['build_s']:.1f} s | {r['update_s']:.1f} s | {r['save_s']:.2f} s | {r['open_s']:.2f} s | "
+            f"{r['file_mb']:,.0f} MB | "
+            f"{r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['queries']} |",
+            flush=True,
+        )
+    print(
+        "\nBefore the index was saved, every process paid the build column each time it opened a snapshot; now "
+        "it pays the open column, and the build is paid once, when the snapshot is written (off the event loop). "
+        "A later snapshot extends the previous one's index: the next-build column, which tokenizes only the "
+        "pages added."
+    )
+
 
 if __name__ == "__main__":
     main()

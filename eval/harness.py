@@ -7,18 +7,19 @@ separately (see screenshots.py). A text-only baseline (BM25 over the PDF text la
 text RAG sees) runs alongside. The question format is in questions.py, the scoring in metrics.py and
 the summary and markdown table in report.py.
 """
+
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Sequence
 
-from core import Answer, BadInput, QueryImage, Service, Settings, Turn
-from core.records import Exchange
-from core.ranking.bm25 import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
 from bot.terminal import save_images  # the images of each answer, written where --out says
+from core import Answer, BadInput, QueryImage, Service, Settings, Turn
+from core.ranking.bm25 import LexicalIndex  # not in core's public face: the baseline reuses the search's BM25 directly
+from core.records import Exchange
 
 from .metrics import Result, answer_lead, citation_precision, containment, score_ranking, states_fact
 from .questions import PageRef, Question
@@ -63,13 +64,27 @@ async def ensure_index(service, pdfs: Sequence[Path], progress=None) -> dict:
     if not todo:
         return {"indexed": 0, "pages_embedded": 0, "pages_reused": 0}
     report = await service.index([str(p) for p in todo], progress=progress)
-    return {"indexed": len(report.documents), "pages_embedded": report.pages_embedded, "pages_reused": report.pages_reused}
+    return {
+        "indexed": len(report.documents),
+        "pages_embedded": report.pages_embedded,
+        "pages_reused": report.pages_reused,
+    }
 
 
-async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settings, *, k: int = 4,
-                   reader: bool = True, variants: Sequence[str] = VARIANTS, out_dir: Path | None = None,
-                   log: Callable[[str], None] | None = None, service=None, compare_jev: bool = False,
-                   document_languages: dict[str, str] | None = None) -> dict:
+async def evaluate(
+    questions: Sequence[Question],
+    corpus: Path,
+    settings: Settings,
+    *,
+    k: int = 4,
+    reader: bool = True,
+    variants: Sequence[str] = VARIANTS,
+    out_dir: Path | None = None,
+    log: Callable[[str], None] | None = None,
+    service=None,
+    compare_jev: bool = False,
+    document_languages: dict[str, str] | None = None,
+) -> dict:
     """Run every question (and each screenshot variant) through the service; returns the report dict.
     With `compare_jev` the Jev selector is on and each answer is ranked both ways: its candidates in
     the dense order (one query embedding, one retrieval) and as Jev kept them. `document_languages`
@@ -107,9 +122,18 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
         b_ranked = baseline.rank(base_query)
         b_score = score_ranking(b_ranked, q.gold, q.gold_mode, k)
         for variant, images in runs:
-            res = Result(q.id, q.kind, q.lang, variant, q.question, gold=[list(g) for g in q.gold], gold_mode=q.gold_mode,
-                         baseline_ranked=[list(p) for p in b_ranked[:k]], baseline_score=asdict(b_score),
-                         page_lang=(document_languages or {}).get(q.gold[0][0], "") if q.gold else "")
+            res = Result(
+                q.id,
+                q.kind,
+                q.lang,
+                variant,
+                q.question,
+                gold=[list(g) for g in q.gold],
+                gold_mode=q.gold_mode,
+                baseline_ranked=[list(p) for p in b_ranked[:k]],
+                baseline_score=asdict(b_score),
+                page_lang=(document_languages or {}).get(q.gold[0][0], "") if q.gold else "",
+            )
             t0 = time.perf_counter()
             answer = None
             try:
@@ -142,11 +166,20 @@ async def evaluate(questions: Sequence[Question], corpus: Path, settings: Settin
             if variant in ("", "crop"):
                 answers[q.id] = answer
             results.append(res)
-            flag = "ERR" if res.error else ("neg" if q.negative else f"{res.score['first']:.0f}/{res.score['within_k']:.0f}")
+            flag = (
+                "ERR"
+                if res.error
+                else ("neg" if q.negative else f"{res.score['first']:.0f}/{res.score['within_k']:.0f}")
+            )
             log(f"{q.id:>8} {variant or '-':10} {flag:6} {[f'{f[:12]}:{p}' for f, p in (ranking or [])]}")
 
-    report = {"summary": summarize(results, k, reader), "build": build, "k": k, "reader": reader,
-              "questions": [asdict(r) for r in results]}
+    report = {
+        "summary": summarize(results, k, reader),
+        "build": build,
+        "k": k,
+        "reader": reader,
+        "questions": [asdict(r) for r in results],
+    }
     if compare_jev:
         report["jev"] = summarize_jev(results, k)
     return report
@@ -159,9 +192,15 @@ def jev_comparison(answer: Answer | None, file_of: dict[str, str], q: Question, 
         return None
     dense = [(file_of.get(c.doc_id, c.doc_id), c.page) for c in selection.candidates][:k]
     kept = [(file_of.get(h.doc_id, h.doc_id), h.page) for h in answer.hits]
-    return {"selected": selection.selected, "fallback": selection.fallback, "model": selection.model,
-            "dense": [list(p) for p in dense], "jev": [list(p) for p in kept],
-            "probabilities": [c.probability for c in selection.candidates],
-            "dense_score": asdict(score_ranking(dense, q.gold, q.gold_mode, k)),
-            "jev_score": asdict(score_ranking(kept, q.gold, q.gold_mode, k)),
-            "topic": selection.topic, "task": selection.task}
+    return {
+        "selected": selection.selected,
+        "fallback": selection.fallback,
+        "model": selection.model,
+        "dense": [list(p) for p in dense],
+        "jev": [list(p) for p in kept],
+        "probabilities": [c.probability for c in selection.candidates],
+        "dense_score": asdict(score_ranking(dense, q.gold, q.gold_mode, k)),
+        "jev_score": asdict(score_ranking(kept, q.gold, q.gold_mode, k)),
+        "topic": selection.topic,
+        "task": selection.task,
+    }

@@ -4,26 +4,29 @@ contains (SQuAD-style normalisation, key tokens), whether its lead states the qu
 how many cited pages are gold. `Result` is the
 record the harness keeps for each question run.
 """
+
 from __future__ import annotations
 
 import re
 import string
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from .questions import PageRef
 
 # The grader's own function words (EN/DE/PL), fixed so that tuning the search's stopwords never moves
 # the containment figures.
-GRADER_STOPWORDS = frozenset("""
+GRADER_STOPWORDS = frozenset(
+    """
     a an the and or of to in on at for by with from is are was were be been it its this that these those
     as do does did what which who whom how much many when where why there their they them can could should
     would will i you we he she my your our me us not no any some about into than then so if also has have had
     der die das den dem des ein eine einer eines einem einen und oder ist sind war wie was wer wo welche welcher
     welches für mit von zu im in am an auf aus bei es sie er ich wir nicht auch sich dass als nach über um
     i w z na do nie to jest są jak co czy się o od po za ten ta te tego jaki jaka jakie który która które
-    oraz lub dla przy""".split())
+    oraz lub dla przy""".split()
+)
 
 
 # --- retrieval -----------------------------------------------------------------------------------
@@ -57,8 +60,13 @@ def mean_scores(scores: Iterable[Score]) -> dict[str, float]:
     if not items:
         return {"n": 0}
     n = len(items)
-    return {"n": n, "evidence_first": sum(s.first for s in items) / n, "evidence_within_k": sum(s.within_k for s in items) / n,
-            "recall_at_k": sum(s.recall for s in items) / n, "mrr": sum(s.rr for s in items) / n}
+    return {
+        "n": n,
+        "evidence_first": sum(s.first for s in items) / n,
+        "evidence_within_k": sum(s.within_k for s in items) / n,
+        "recall_at_k": sum(s.recall for s in items) / n,
+        "mrr": sum(s.rr for s in items) / n,
+    }
 
 
 # --- answer grading ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ queries, optional `follow_up_of` (the id of the first turn of a two-turn exchang
 `key_fact` (the value, code or name the answer must state; a list of accepted alternatives). Key facts
 for a set that lives elsewhere (the shared dev set) come from a side file: {id: [alternatives]}.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,21 @@ def load_questions(path: Path | str, key_facts: Path | str | None = None) -> lis
         mode = item.get("gold_mode", "all")
         if mode not in ("all", "any"):
             raise BadInput(f"{path}:{n}: gold_mode must be 'all' or 'any', not {mode!r}.")
-        out.append(Question(str(item["id"]), item.get("question", ""), item.get("answer", ""), gold, mode,
-                            item.get("kind", "text"), item.get("lang", "en"), item.get("crop"),
-                            item.get("follow_up_of"), item.get("note", ""),
-                            _alternatives(extra.get(str(item["id"]), item.get("key_fact")))))
+        out.append(
+            Question(
+                str(item["id"]),
+                item.get("question", ""),
+                item.get("answer", ""),
+                gold,
+                mode,
+                item.get("kind", "text"),
+                item.get("lang", "en"),
+                item.get("crop"),
+                item.get("follow_up_of"),
+                item.get("note", ""),
+                _alternatives(extra.get(str(item["id"]), item.get("key_fact"))),
+            )
+        )
     ids = {q.id for q in out}
     for q in out:
         if q.follow_up_of and q.follow_up_of not in ids:
@@ -74,5 +86,5 @@ def load_document_languages(path: Path | str) -> dict[str, str]:
     if isinstance(data, list):
         data = {entry["file"]: entry["lang"] for entry in data}
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-        raise BadInput(f"{path}: expected {{file: language}} or a list of {{\"file\", \"lang\"}} entries.")
+        raise BadInput(f'{path}: expected {{file: language}} or a list of {{"file", "lang"}} entries.')
     return data

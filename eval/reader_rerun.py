@@ -10,6 +10,7 @@ Screenshot questions are left out (their query text is the screenshot's OCR).
         dev=/tmp/dev.json:../shared/corpora/dev-questions.jsonl:eval/dev-key-facts.json \
         holdout=/tmp/ho.json:eval/holdout-questions.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core import load_settings  # noqa: E402
+from core.backends.local import LocalBackend  # noqa: E402
 from core.service import Service  # noqa: E402
 from eval.metrics import answer_lead, containment, states_fact  # noqa: E402
-from core.backends.local import LocalBackend  # noqa: E402
 from eval.questions import load_questions  # noqa: E402
 
 
@@ -48,7 +49,9 @@ async def rerun(service: Service, report: dict, questions: dict, k: int, show: b
         draft = await backend.reader.read(text, pages, ())
         seconds.append(time.perf_counter() - t0)
         # the reader's limitations, and the search's (words no visible page holds), which it does not change
-        states = bool(draft.limitations) or any(t.startswith(LocalBackend.ABSENT_NOTE) for t in res.get("limitations", ()))
+        states = bool(draft.limitations) or any(
+            t.startswith(LocalBackend.ABSENT_NOTE) for t in res.get("limitations", ())
+        )
         if q.negative:
             flagged.append(states)
             continue
@@ -57,13 +60,21 @@ async def rerun(service: Service, report: dict, questions: dict, k: int, show: b
         anywhere.append(states_fact(draft.markdown, q.key_fact))
         contained.append(containment(draft.markdown, q.answer)[0])
         if show:
-            print(f"--- {q.id} lead={lead[-1]} any={anywhere[-1]} key={list(q.key_fact)}\nQ: {text}\n"
-                  + "\n".join(answer_lead(draft.markdown).splitlines()))
+            print(
+                f"--- {q.id} lead={lead[-1]} any={anywhere[-1]} key={list(q.key_fact)}\nQ: {text}\n"
+                + "\n".join(answer_lead(draft.markdown).splitlines())
+            )
     n = len(lead) or 1
-    return {"n": len(lead), "lead": sum(lead) / n, "anywhere": sum(anywhere) / n,
-            "containment": sum(contained) / n, "read_p50_ms": 1000 * statistics.median(seconds or [0]),
-            "retrieval_moved": moved, "negatives": f"{sum(flagged)}/{len(flagged)}",
-            "limited": sum(limited) / n}
+    return {
+        "n": len(lead),
+        "lead": sum(lead) / n,
+        "anywhere": sum(anywhere) / n,
+        "containment": sum(contained) / n,
+        "read_p50_ms": 1000 * statistics.median(seconds or [0]),
+        "retrieval_moved": moved,
+        "negatives": f"{sum(flagged)}/{len(flagged)}",
+        "limited": sum(limited) / n,
+    }
 
 
 async def main() -> None:
@@ -79,10 +90,13 @@ async def main() -> None:
         report = json.loads(Path(report_path).read_text(encoding="utf-8"))
         questions = {q.id: q for q in load_questions(questions_path, facts[0] if facts else None)}
         figures = await rerun(service, report, questions, report["k"], args.show)
-        print(f"{name}: n={figures['n']} lead={figures['lead']:.3f} any={figures['anywhere']:.3f} "
-              f"containment={figures['containment']:.3f} read p50={figures['read_p50_ms']:.0f} ms "
-              f"negatives flagged {figures['negatives']} answerable with a limitation {figures['limited']:.3f} "
-              f"(retrieval moved on {figures['retrieval_moved']})", flush=True)
+        print(
+            f"{name}: n={figures['n']} lead={figures['lead']:.3f} any={figures['anywhere']:.3f} "
+            f"containment={figures['containment']:.3f} read p50={figures['read_p50_ms']:.0f} ms "
+            f"negatives flagged {figures['negatives']} answerable with a limitation {figures['limited']:.3f} "
+            f"(retrieval moved on {figures['retrieval_moved']})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ $PIXELRAG_CORPORA or ../shared/corpora, and the broad corpus from $PIXELRAG_BROA
 (eval/broad/fetch.py); the evaluation indexes are index/eval-local and index/eval-broad-{tuning,judging},
 built on the first run (about 15 minutes a half on 2 cores) and reused afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,24 @@ def sh(*cmd: str) -> str:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    mem = next((int(line.split()[1]) / 2**20 for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), 0)
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GB RAM, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    mem = next(
+        (
+            int(line.split()[1]) / 2**20
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
+    system = f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GB RAM, {system}"
 
 
 BENCHMARKS = "<!-- benchmarks: make results reruns them; --evaluations-only keeps them as they are -->"
@@ -63,12 +77,32 @@ class QuestionSet:
 
 
 TECHDOCS_LANGUAGES = ROOT / "eval" / "techdocs-languages.json"
-SETS = [QuestionSet("dev", CORPORA / "dev-questions.jsonl", CORPORA / "techdocs", "index/eval-local",
-                    TECHDOCS_LANGUAGES, "eval/dev-key-facts.json")]
-SETS += [QuestionSet(name, ROOT / "eval" / f"{name}-questions.jsonl", CORPORA / "techdocs", "index/eval-local",
-                     TECHDOCS_LANGUAGES) for name in ("holdout", "unseen", "fresh", "blind", "sealed", "hidden", "reserve")]
-SETS += [QuestionSet(f"broad {half}", ROOT / "eval" / "broad" / f"{half}-questions.jsonl", BROAD / half,
-                     f"index/eval-broad-{half}", ROOT / "eval" / "broad" / "corpus.json") for half in ("tuning", "judging")]
+SETS = [
+    QuestionSet(
+        "dev",
+        CORPORA / "dev-questions.jsonl",
+        CORPORA / "techdocs",
+        "index/eval-local",
+        TECHDOCS_LANGUAGES,
+        "eval/dev-key-facts.json",
+    )
+]
+SETS += [
+    QuestionSet(
+        name, ROOT / "eval" / f"{name}-questions.jsonl", CORPORA / "techdocs", "index/eval-local", TECHDOCS_LANGUAGES
+    )
+    for name in ("holdout", "unseen", "fresh", "blind", "sealed", "hidden", "reserve")
+]
+SETS += [
+    QuestionSet(
+        f"broad {half}",
+        ROOT / "eval" / "broad" / f"{half}-questions.jsonl",
+        BROAD / half,
+        f"index/eval-broad-{half}",
+        ROOT / "eval" / "broad" / "corpus.json",
+    )
+    for half in ("tuning", "judging")
+]
 
 
 def report_path(name: str) -> str:
@@ -83,10 +117,24 @@ def evaluate(py: str) -> tuple[dict[str, str], dict[str, dict]]:
             fetch = "; eval/broad/README.md says how to fetch it" if qs.corpus.parent == BROAD else ""
             markdown[qs.name] = f"(not run: no corpus at {qs.corpus}{fetch})"
             continue
-        markdown[qs.name] = sh(py, "-m", "bot.cli", "eval", str(qs.questions), "--corpus", str(qs.corpus),
-                               "--backend", "local", "--index", qs.index, "--json", report_path(qs.name),
-                               "--document-languages", str(qs.languages),
-                               *(["--key-facts", qs.key_facts] if qs.key_facts else []))
+        markdown[qs.name] = sh(
+            py,
+            "-m",
+            "bot.cli",
+            "eval",
+            str(qs.questions),
+            "--corpus",
+            str(qs.corpus),
+            "--backend",
+            "local",
+            "--index",
+            qs.index,
+            "--json",
+            report_path(qs.name),
+            "--document-languages",
+            str(qs.languages),
+            *(["--key-facts", qs.key_facts] if qs.key_facts else []),
+        )
         path = ROOT / report_path(qs.name)
         if path.exists() and not markdown[qs.name].startswith("(failed"):
             reports[qs.name] = json.loads(path.read_text(encoding="utf-8"))
@@ -95,31 +143,37 @@ def evaluate(py: str) -> tuple[dict[str, str], dict[str, dict]]:
 
 def benchmarks(py: str, quick: bool) -> str:
     sizes = "10000,100000" if quick else "10000,100000,1000000"
-    return "\n\n".join([
-        sh(py, "eval/bench_indexing.py", "--latency", "0.3"),
-        sh(py, "eval/bench_search.py", "--sizes", sizes),
-        sh(py, "eval/bench_open.py", "--pages", "20000" if quick else "100000"),
-        sh(py, "eval/bench_ask.py", "--repeat", "10"),
-        sh(py, "eval/store_parity.py"),
-        sh(py, "eval/bench_postgres.py", "--pages", "20000" if quick else "200000", "--batch", "180"),
-        sh(py, "eval/bench_postgres.py", "--pages", "20000", "--dim", "3072", "--batch", "18"),
-        sh(py, "eval/bench_replicas.py"),
-        sh(py, "eval/bench_slack_stream.py")])
+    return "\n\n".join(
+        [
+            sh(py, "eval/bench_indexing.py", "--latency", "0.3"),
+            sh(py, "eval/bench_search.py", "--sizes", sizes),
+            sh(py, "eval/bench_open.py", "--pages", "20000" if quick else "100000"),
+            sh(py, "eval/bench_ask.py", "--repeat", "10"),
+            sh(py, "eval/store_parity.py"),
+            sh(py, "eval/bench_postgres.py", "--pages", "20000" if quick else "200000", "--batch", "180"),
+            sh(py, "eval/bench_postgres.py", "--pages", "20000", "--dim", "3072", "--batch", "18"),
+            sh(py, "eval/bench_replicas.py"),
+            sh(py, "eval/bench_slack_stream.py"),
+        ]
+    )
 
 
 def kept_parts(text: str) -> tuple[str, str]:
     """The benchmark sections and the hand-written part of an existing RESULTS.md ("" for what it lacks)."""
-    hand = text[text.index(BY_HAND) + len(BY_HAND):].strip() if BY_HAND in text else ""
+    hand = text[text.index(BY_HAND) + len(BY_HAND) :].strip() if BY_HAND in text else ""
     bench = text.split(BY_HAND)[0]
-    bench = bench[bench.index(BENCHMARKS) + len(BENCHMARKS):].strip() if BENCHMARKS in bench else ""
+    bench = bench[bench.index(BENCHMARKS) + len(BENCHMARKS) :].strip() if BENCHMARKS in bench else ""
     return bench, hand
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="skip the 1M-page search sizes")
-    ap.add_argument("--evaluations-only", action="store_true",
-                    help="rerun the evaluations only; keep the benchmark sections of the existing RESULTS.md")
+    ap.add_argument(
+        "--evaluations-only",
+        action="store_true",
+        help="rerun the evaluations only; keep the benchmark sections of the existing RESULTS.md",
+    )
     args = ap.parse_args()
     py = sys.executable
     out = ROOT / "eval" / "RESULTS.md"

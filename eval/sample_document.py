@@ -7,6 +7,7 @@ Page 4  a scanned service page: one photo-like image, no text layer at all
 
 Usage: python eval/sample_document.py OUT.pdf
 """
+
 from __future__ import annotations
 
 import io
@@ -21,8 +22,13 @@ A4 = pymupdf.paper_rect("a4")
 PRODUCT = "HydroFlow HF-300"
 SAMPLE_QUESTION = f"What is the mounting hole spacing of the {PRODUCT}?"
 # What the benchmarks ask the brochure: a drawing, a table, the service text, a price it does not state.
-QUESTIONS = (SAMPLE_QUESTION, "What is the maximum system pressure?", "How long is the warranty on the pump?",
-             f"What is the price of the {PRODUCT} pump?", f"Which voltage does the {PRODUCT} need?")
+QUESTIONS = (
+    SAMPLE_QUESTION,
+    "What is the maximum system pressure?",
+    "How long is the warranty on the pump?",
+    f"What is the price of the {PRODUCT} pump?",
+    f"Which voltage does the {PRODUCT} need?",
+)
 
 
 def _raster(draw, width_pt: float, height_pt: float, dpi: int = 150) -> bytes:
@@ -43,7 +49,7 @@ def _cover(doc) -> None:
     body = (
         f"The {PRODUCT} is a wet-rotor circulation pump for domestic heating, solar thermal and "
         "domestic hot water circuits. A three-speed EC motor adapts the flow to the circuit, and the "
-        "cast-iron volute with threaded 1\" connections fits most existing installations.\n\n"
+        'cast-iron volute with threaded 1" connections fits most existing installations.\n\n'
         "Highlights\n"
         "- Three speed settings selected with a rotary switch on the terminal box\n"
         "- Quiet operation below 38 dB(A) at speed 2\n"
@@ -65,7 +71,7 @@ def _spec_table(doc) -> None:
         ("Maximum head", "6.0 m"),
         ("Maximum system pressure", "10 bar"),
         ("Fluid temperature", "+2 °C to +110 °C"),
-        ("Connection thread", "G 1\" male"),
+        ("Connection thread", 'G 1" male'),
         ("Protection class", "IP44"),
         ("Weight", "2.6 kg"),
     ]

@@ -2,11 +2,12 @@
 derive the robustness variants the harness scores separately (50 % downscale, JPEG q40, rotated
 2 degrees, framed like a screenshot in a viewer window).
 """
+
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from PIL import Image, ImageDraw
 
@@ -35,7 +36,9 @@ def image_variant(png: bytes, variant: str) -> tuple[bytes, str]:
     if variant == "crop":
         return png, "image/png"
     if variant == "half":
-        return _png(image.resize((max(1, image.width // 2), max(1, image.height // 2)), Image.Resampling.LANCZOS)), "image/png"
+        return _png(
+            image.resize((max(1, image.width // 2), max(1, image.height // 2)), Image.Resampling.LANCZOS)
+        ), "image/png"
     if variant == "jpeg40":
         buf = io.BytesIO()
         image.save(buf, "JPEG", quality=40)

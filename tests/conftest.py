@@ -1,4 +1,5 @@
 """Shared fixtures: generated PDFs, local settings, and the shared corpora when they are present."""
+
 from __future__ import annotations
 
 import os
@@ -12,6 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from core.config import Settings  # noqa: E402
+
+# The Slack and Discord harnesses' fixtures (fake, make_harness, slack; discord_api, bot), for every test.
+pytest_plugins = ["tests.adapters.slack_harness", "tests.adapters.discord_harness"]
 
 CORPORA = Path(os.environ.get("PIXELRAG_CORPORA", ROOT.parent / "shared" / "corpora"))
 TECHDOCS = CORPORA / "techdocs"
@@ -69,8 +73,11 @@ def no_leftover_database_threads():
 
     before = {t.ident for t in threading.enumerate()}
     yield
-    left = [t for t in threading.enumerate() if t.ident not in before and "_connection_worker_thread" in t.name
-            and t.is_alive()]
+    left = [
+        t
+        for t in threading.enumerate()
+        if t.ident not in before and "_connection_worker_thread" in t.name and t.is_alive()
+    ]
     for t in left:
         t.join(2)
     assert not [t for t in left if t.is_alive()], "a ThreadStore was left open"

@@ -3,7 +3,7 @@ padded with white up to the smallest size accepted. The reader still reads the o
 
 MIN_SIDE is our assumption, not a documented limit: neither typesafe-sdk 0.7.5 (its source checks
 only that an image is non-empty and labels PNG/JPEG by signature) nor the docs we could read state a
-minimum. It is one constant here, and eval/fakes/typesafe.py enforces the same one.
+minimum. It is one constant here, and tests/fakes/typesafe.py enforces the same one.
 """
 
 from __future__ import annotations

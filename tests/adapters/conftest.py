@@ -1,4 +1,5 @@
 """Fixtures every adapter test shares."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Nothing here connects to Discord. Unit scenarios drive DiscordHandlers with a small fake service;
 the end-to-end scenarios use the real core Service with the local backend on PDFs made here.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,6 +23,7 @@ from bot.discord.progress import ProgressNotice
 from bot.discord.render import MAX_CONTENT, NO_PINGS, Outgoing, render_answer, split_text
 from bot.discord.routing import scope_for, thread_key
 from core.config import Settings
+from core.embedded.threads import ThreadStore
 from core.errors import RemoteError
 from core.records import (
     SHARED_SCOPE,
@@ -33,7 +35,6 @@ from core.records import (
     Progress,
     Turn,
 )
-from core.embedded.threads import ThreadStore
 from tests.conftest import closed_port
 
 ME_ID = 999
@@ -42,6 +43,7 @@ _ids = itertools.count(5000)
 
 
 # ---- spec'd discord objects -------------------------------------------------------------------
+
 
 def png_bytes(size=(40, 30), colour=(200, 30, 30)) -> bytes:
     buf = io.BytesIO()
@@ -87,6 +89,7 @@ def sending() -> AsyncMock:
     def send(*args, **kwargs):
         returned.append(sent_message())
         return returned[-1]
+
     mock = AsyncMock(side_effect=send)
     mock.returned = returned
     return mock
@@ -128,8 +131,9 @@ def make_attachment(filename: str, data: bytes, content_type: str | None) -> Mag
     return att
 
 
-def make_message(content: str, channel, author=None, *, guild=None, mention_me=False, attachments=(),
-                 reference=None) -> MagicMock:
+def make_message(
+    content: str, channel, author=None, *, guild=None, mention_me=False, attachments=(), reference=None
+) -> MagicMock:
     msg = MagicMock(spec=discord.Message)
     msg.id = next(_ids)
     msg.type = discord.MessageType.default
@@ -217,11 +221,19 @@ def assert_attachment_links(kwargs: dict) -> None:
 
 # ---- a fake service for the unit scenarios ----------------------------------------------------
 
+
 class FakeService:
     """Stands in for core.service.Service: records calls, writes preview/crop files like the real one."""
 
-    def __init__(self, markdown="The warranty is **2 years**.", citations=1, interpreted=None,
-                 clarify=None, fail: Exception | None = None, topic="warranty"):
+    def __init__(
+        self,
+        markdown="The warranty is **2 years**.",
+        citations=1,
+        interpreted=None,
+        clarify=None,
+        fail: Exception | None = None,
+        topic="warranty",
+    ):
         self.settings = Settings()  # as the real one's: no question limits
         self.turns: list[Turn] = []
         self.markdown = markdown
@@ -239,11 +251,25 @@ class FakeService:
             raise self.fail
         cites = []
         for i in range(self.citations):
-            cites.append(Citation("d" * 16, "Dishwasher manual", i + 1, "Warranty: 2 years from purchase.",
-                                  Highlight("exact", (0.1, 0.1, 0.5, 0.2)),
-                                  preview=png_bytes((60, 80)), crop=png_bytes((30, 10))))
-        return Answer(turn.question, self.interpreted or turn.question, self.markdown, citations=tuple(cites),
-                      topic=self.topic, clarifying_question=self.clarify)
+            cites.append(
+                Citation(
+                    "d" * 16,
+                    "Dishwasher manual",
+                    i + 1,
+                    "Warranty: 2 years from purchase.",
+                    Highlight("exact", (0.1, 0.1, 0.5, 0.2)),
+                    preview=png_bytes((60, 80)),
+                    crop=png_bytes((30, 10)),
+                )
+            )
+        return Answer(
+            turn.question,
+            self.interpreted or turn.question,
+            self.markdown,
+            citations=tuple(cites),
+            topic=self.topic,
+            clarifying_question=self.clarify,
+        )
 
     async def index_bytes(self, data, name, *, scope, title=None, progress=None):
         self.indexed.append((name, scope, len(data)))
@@ -280,6 +306,7 @@ def handlers_for(service, store, **extra) -> DiscordHandlers:
 
 
 # ---- messages ---------------------------------------------------------------------------------
+
 
 async def test_mention_creates_thread_and_answers_there_in_one_layout(store):
     service = FakeService(citations=2)
@@ -508,7 +535,9 @@ async def test_upload_refused_falls_back_to_text_with_note():
     out = Outgoing("The answer.", [discord.Embed(title="x")], [discord.File(io.BytesIO(b"x"), filename="a.png")])
     await deliver(send, [out])
     assert send.call_args_list[1].kwargs == {
-        "content": "The answer.\n\n-# ⚠️ The page previews could not be uploaded.", "allowed_mentions": NO_PINGS}
+        "content": "The answer.\n\n-# ⚠️ The page previews could not be uploaded.",
+        "allowed_mentions": NO_PINGS,
+    }
 
 
 async def test_thread_creation_refused_replies_in_channel(store):
@@ -524,20 +553,23 @@ async def test_thread_creation_refused_replies_in_channel(store):
 
 # ---- indexing by message and app commands -----------------------------------------------------
 
+
 async def test_index_this_with_pdf_needs_permission(store):
     service = FakeService()
     h = handlers_for(service, store)
     guild = make_guild(GUILD_A)
     pdf = make_attachment("manual.pdf", b"%PDF-1.7 ...", "application/pdf")
 
-    refused = make_message("index this", make_text_channel(guild), make_user(manage=False), guild=guild,
-                           mention_me=True, attachments=[pdf])
+    refused = make_message(
+        "index this", make_text_channel(guild), make_user(manage=False), guild=guild, mention_me=True, attachments=[pdf]
+    )
     await h.on_message(refused)
     assert service.indexed == []
     assert "Manage Server" in all_text(refused.create_thread.return_value.send)
 
-    allowed = make_message("index this", make_text_channel(guild), make_user(manage=True), guild=guild,
-                           mention_me=True, attachments=[pdf])
+    allowed = make_message(
+        "index this", make_text_channel(guild), make_user(manage=True), guild=guild, mention_me=True, attachments=[pdf]
+    )
     await h.on_message(allowed)
     assert service.indexed == [("manual.pdf", f"discord:{GUILD_A}", len(b"%PDF-1.7 ..."))]
     assert "Indexed **manual**" in all_text(allowed.create_thread.return_value.send)
@@ -550,8 +582,14 @@ async def test_a_question_mentioning_the_index_with_a_pdf_is_a_question(store):
     h = handlers_for(service, store)
     guild = make_guild(GUILD_A)
     pdf = make_attachment("manual.pdf", b"%PDF-1.7 ...", "application/pdf")
-    msg = make_message("please tell me about the index", make_text_channel(guild), make_user(manage=True),
-                       guild=guild, mention_me=True, attachments=[pdf])
+    msg = make_message(
+        "please tell me about the index",
+        make_text_channel(guild),
+        make_user(manage=True),
+        guild=guild,
+        mention_me=True,
+        attachments=[pdf],
+    )
     await h.on_message(msg)
     assert service.indexed == []
     assert [t.question for t in service.turns] == ["please tell me about the index"]
@@ -682,9 +720,11 @@ async def test_progress_edits_are_throttled():
         notice(Progress("publish", 1, 2, "manual.pdf"))
         notice(Progress("publish", 2, 2, "manual.pdf"))
         await clock.tick()
-    assert edited(edit) == ["⏳ Indexing **manual.pdf**: embed 50/50…",
-                            "⏳ Indexing **manual.pdf**: publish 2/2…",
-                            "✅ Indexing finished."]
+    assert edited(edit) == [
+        "⏳ Indexing **manual.pdf**: embed 50/50…",
+        "⏳ Indexing **manual.pdf**: publish 2/2…",
+        "✅ Indexing finished.",
+    ]
     assert set(clock.slept) == {2.0}  # it waits the interval it was given
 
 
@@ -727,6 +767,7 @@ def test_scope_for():
 
 # ---- end to end with the real service (local backend) -----------------------------------------
 
+
 def make_pdf(title: str, pages: list[str]) -> bytes:
     import pymupdf
 
@@ -740,14 +781,20 @@ def make_pdf(title: str, pages: list[str]) -> bytes:
     return data
 
 
-MANUAL_A = make_pdf("X200 Dishwasher Manual", [
-    "Warranty\n\nThe X200 dishwasher warranty lasts 24 months from the date of purchase. "
-    "Quote registration code QZ-7781 when you contact service.",
-    "Cleaning the filter\n\nTwist the filter anticlockwise and rinse it under running water every week.",
-])
-BROCHURE = make_pdf("Z9 Blender Brochure", [
-    "Z9 Blender\n\nThe Z9 blender has a 1200 W motor and a 1.8 litre glass jug. Price: EUR 199.",
-])
+MANUAL_A = make_pdf(
+    "X200 Dishwasher Manual",
+    [
+        "Warranty\n\nThe X200 dishwasher warranty lasts 24 months from the date of purchase. "
+        "Quote registration code QZ-7781 when you contact service.",
+        "Cleaning the filter\n\nTwist the filter anticlockwise and rinse it under running water every week.",
+    ],
+)
+BROCHURE = make_pdf(
+    "Z9 Blender Brochure",
+    [
+        "Z9 Blender\n\nThe Z9 blender has a 1200 W motor and a 1.8 litre glass jug. Price: EUR 199.",
+    ],
+)
 
 
 @pytest.fixture
@@ -779,8 +826,14 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
 
     # a member with Manage Server indexes a PDF in guild A by attaching it with "index this"
     pdf = make_attachment("x200-manual.pdf", MANUAL_A, "application/pdf")
-    idx = make_message("index this", make_text_channel(guild_a), make_user(manage=True), guild=guild_a,
-                       mention_me=True, attachments=[pdf])
+    idx = make_message(
+        "index this",
+        make_text_channel(guild_a),
+        make_user(manage=True),
+        guild=guild_a,
+        mention_me=True,
+        attachments=[pdf],
+    )
     await h.on_message(idx)
     assert "Indexed **X200 Dishwasher Manual**" in all_text(idx.create_thread.return_value.send)
 
@@ -921,12 +974,18 @@ async def test_progress_message_is_closed_when_done():
 
 # ---- backend failures reach the user (gemini backend, nothing listening / failing fake) ------
 
+
 async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
     from core.service import Service
 
-    settings = Settings().with_(index_dir=tmp_path / "index", backend="gemini", gemini_api_key="x",
-                                gemini_base_url=f"http://127.0.0.1:{closed_port()}",
-                                retry_attempts=2, retry_initial_delay_s=0.01)
+    settings = Settings().with_(
+        index_dir=tmp_path / "index",
+        backend="gemini",
+        gemini_api_key="x",
+        gemini_base_url=f"http://127.0.0.1:{closed_port()}",
+        retry_attempts=2,
+        retry_initial_delay_s=0.01,
+    )
     me = make_me()
     h = DiscordHandlers(Service(settings), store, settings, me=lambda: me)
     inter = make_interaction(make_guild(GUILD_A), manage=True)
@@ -938,18 +997,28 @@ async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
 
 async def test_backend_failure_when_answering_is_shown(tmp_path, store):
     from core.service import Service
-    from eval.fakes.gemini import FakeGemini
+    from tests.fakes.gemini import FakeGemini
 
     async with FakeGemini() as fake:
-        settings = fake.settings(Settings().with_(index_dir=tmp_path / "index"), embedding_dim=256,
-                                 retry_attempts=2, retry_initial_delay_s=0.01)
+        settings = fake.settings(
+            Settings().with_(index_dir=tmp_path / "index"),
+            embedding_dim=256,
+            retry_attempts=2,
+            retry_initial_delay_s=0.01,
+        )
         service = Service(settings)
         me = make_me()
         h = DiscordHandlers(service, store, settings, me=lambda: me)
         guild = make_guild(GUILD_A)
         pdf = make_attachment("x200.pdf", MANUAL_A, "application/pdf")
-        idx = make_message("index this", make_text_channel(guild), make_user(manage=True), guild=guild,
-                           mention_me=True, attachments=[pdf])
+        idx = make_message(
+            "index this",
+            make_text_channel(guild),
+            make_user(manage=True),
+            guild=guild,
+            mention_me=True,
+            attachments=[pdf],
+        )
         await h.on_message(idx)
         assert "Indexed" in all_text(idx.create_thread.return_value.send)
 
@@ -997,9 +1066,10 @@ async def test_running_without_message_content_intent(store):
 
 # ---- attachments through discord.py's own HTTP client, against a loopback CDN -------------------
 
+
 @pytest.fixture
 async def cdn():
-    from eval.fakes.discord import FakeDiscord
+    from tests.fakes.discord import FakeDiscord
 
     async with FakeDiscord() as fake:
         yield fake
@@ -1026,12 +1096,15 @@ async def test_a_screenshot_is_read_whole_from_the_cdn(store, cdn):
     assert turn.images[0].data == png and len(cdn.downloads) == 1
 
 
-@pytest.mark.parametrize("failure, expected", [
-    ("expire", "no longer has this file"),
-    ("forbid", "could not be downloaded from Discord (HTTP 403)"),
-    ("fail", "could not be downloaded from Discord (HTTP 500)"),
-    ("cut", "could not be downloaded from Discord (the connection dropped)"),
-])
+@pytest.mark.parametrize(
+    "failure, expected",
+    [
+        ("expire", "no longer has this file"),
+        ("forbid", "could not be downloaded from Discord (HTTP 403)"),
+        ("fail", "could not be downloaded from Discord (HTTP 500)"),
+        ("cut", "could not be downloaded from Discord (the connection dropped)"),
+    ],
+)
 async def test_a_failed_attachment_read_is_named_and_the_question_still_answered(store, cdn, failure, expected):
     # Before: a dropped connection (aiohttp's ClientPayloadError) escaped as "Something went wrong".
     service = FakeService()
@@ -1044,7 +1117,7 @@ async def test_a_failed_attachment_read_is_named_and_the_question_still_answered
     dm = make_dm()
     await h.on_message(make_message("what is the warranty?", dm, attachments=[att]))
     text = all_text(dm.send)
-    assert f"shot.png: " in text and expected in text, text
+    assert "shot.png: " in text and expected in text, text
     assert "went wrong" not in text
     assert service.turns and service.turns[0].images == ()
 
@@ -1056,8 +1129,9 @@ async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn)
     channel = make_text_channel(guild)
     shot = cdn.attachment("huge.png", png_bytes(), "image/png", size=30 * 1024 * 1024)
     pdf = cdn.attachment("huge.pdf", b"%PDF-1.7 ...", "application/pdf", size=300 * 1024 * 1024)
-    msg = make_message("index this", channel, make_user(manage=True), guild=guild, mention_me=True,
-                       attachments=[shot, pdf])
+    msg = make_message(
+        "index this", channel, make_user(manage=True), guild=guild, mention_me=True, attachments=[shot, pdf]
+    )
     await h.on_message(msg)
     text = all_text(msg.create_thread.return_value.send)
     assert "huge.png: 31.5 MB is over the 5 MB limit for screenshots" in text
@@ -1066,6 +1140,7 @@ async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn)
 
 
 # ---- feedback ---------------------------------------------------------------------------------
+
 
 async def test_answers_carry_feedback_buttons_that_any_process_understands(store):
     from bot.discord.feedback import FeedbackButton
@@ -1077,7 +1152,9 @@ async def test_answers_carry_feedback_buttons_that_any_process_understands(store
     await h.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
     ids = buttons(kwargs)  # in the layout's action row
-    assert len(ids) == 2 and ids[0].startswith("pixelrag-feedback:good:") and ids[1].startswith("pixelrag-feedback:bad:")
+    assert (
+        len(ids) == 2 and ids[0].startswith("pixelrag-feedback:good:") and ids[1].startswith("pixelrag-feedback:bad:")
+    )
 
     # A click, as discord.py's dynamic items resolve it (in whichever process, after a restart too).
     for custom_id, user in ((ids[1], 7), (ids[0], 7), (ids[1], 7), (ids[0], 8)):
@@ -1162,4 +1239,3 @@ async def test_discord_unreachable_at_start_is_said_and_tried_again(tmp_path, mo
             await asyncio.gather(bot, return_exceptions=True)
     tries = [r for r in caplog.records if "Discord cannot be reached" in r.getMessage()]
     assert len(tries) >= 3 and not [r for r in caplog.records if r.exc_info]
-

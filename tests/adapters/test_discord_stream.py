@@ -1,10 +1,11 @@
 """Discord answers as Components V2 messages, streamed by editing, through the real discord.py client
-against the fake Discord REST API (eval/fakes/discord.py), which checks every message as Discord does.
+against the fake Discord REST API (tests/fakes/discord.py), which checks every message as Discord does.
 
 The bot logs in against the fake (its setup_hook registers the feedback buttons), questions arrive as
 spec'd gateway messages in a real DMChannel, and clicks go through discord.py's own interaction
 parsing. Time is virtual: the stream's clock and sleep and the fake's rate limiter share one clock.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,37 +15,30 @@ from unittest.mock import MagicMock
 import discord
 import pytest
 
-from bot.discord import build_client
 from core.config import Settings
 from core.errors import RemoteError
 from core.records import Step, TextDelta
-from core.embedded.threads import ThreadStore
-from eval.fakes.discord import FakeDiscord
-from eval.fakes.discord_rules import V2_FLAG, Refused, check_message
+from tests.adapters.discord_harness import VirtualTime
 from tests.adapters.test_discord import MANUAL_A, FakeService, make_user
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord_rules import V2_FLAG, Refused, check_message
 
 USER = {"id": "4242", "username": "asker", "discriminator": "0", "global_name": None, "avatar": None}
-
-
-class VirtualTime:
-    """A clock that moves only when someone sleeps on it: sleeping passes the time at once."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.now += max(seconds, 0)
-        await asyncio.sleep(0)
 
 
 class StreamingService(FakeService):
     """Reports the stages and writes the answer in pieces, taking `step` virtual seconds per piece."""
 
-    def __init__(self, time: VirtualTime, pieces: list[str], step: float = 0.3, fail_after: int | None = None,
-                 gate=None, every: int = 4, **kw):
+    def __init__(
+        self,
+        time: VirtualTime,
+        pieces: list[str],
+        step: float = 0.3,
+        fail_after: int | None = None,
+        gate=None,
+        every: int = 4,
+        **kw,
+    ):
         super().__init__(markdown="".join(pieces), **kw)
         self.time, self.pieces, self.step, self.fail_after = time, pieces, step, fail_after
         self.gate = gate  # a FakeDiscord: every `every` pieces, the writer waits for Discord to hear of them
@@ -82,40 +76,11 @@ class StreamingService(FakeService):
             await asyncio.wait_for(self.gate.handled_beyond(before), 10)
 
 
-@pytest.fixture
-async def discord_api():
-    async with FakeDiscord() as fake:
-        yield fake
-    assert not fake.acted, fake.acted  # a ping or a hidden link would act in real Discord
-
-
-@pytest.fixture
-async def bot(tmp_path, discord_api):
-    """The real bot, logged in against the fake; its thread memory in tmp_path."""
-    threads = await ThreadStore(tmp_path / "threads.sqlite").open()
-    clients = []
-
-    async def make(service, **extra):
-        client = build_client(service, threads, Settings(extra=dict(extra)))
-        await client.login("fake-bot-token")  # users/@me, the application, setup_hook's command sync
-        client.http.max_ratelimit_timeout = 0.001  # a 429 raises at once instead of sleeping through it
-        time = VirtualTime()
-        client.handlers.clock, client.handlers.sleep = time.clock, time.sleep
-        discord_api.clock = time.clock
-        client.time = time
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        await client.close()
-    await threads.close()
-
-
 def dm_message(client, text: str) -> MagicMock:
     """A gateway message in a real DMChannel: what the bot sends there goes to the fake."""
-    channel = discord.DMChannel(me=client.user, state=client._connection,
-                                data={"id": "5555", "type": 1, "recipients": [USER]})
+    channel = discord.DMChannel(
+        me=client.user, state=client._connection, data={"id": "5555", "type": 1, "recipients": [USER]}
+    )
     msg = MagicMock(spec=discord.Message)
     msg.id, msg.type, msg.channel, msg.guild = 77, discord.MessageType.default, channel, None
     msg.author = make_user(4242)
@@ -131,6 +96,7 @@ def texts(message: dict) -> list[str]:
             if c.get("type") == 10:
                 out.append(c["content"])
             walk(c.get("components") or [])
+
     walk(message["components"])
     return out
 
@@ -143,6 +109,7 @@ def of_type(message: dict, kind: int) -> list[dict]:
             if c.get("type") == kind:
                 found.append(c)
             walk(c.get("components") or [])
+
     walk(message["components"])
     return found
 
@@ -153,6 +120,7 @@ def only_message(fake: FakeDiscord) -> tuple[str, list[dict]]:
 
 
 # ---- streaming --------------------------------------------------------------------------------
+
 
 async def streaming_client(bot, discord_api, pieces, **options):
     """A bot whose service streams `pieces` (StreamingService's options) on the client's clock."""
@@ -171,8 +139,9 @@ async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bo
     first = "\n".join(texts(versions[0]))
     assert "⏳ Searching 1 document" in first
     shown = ["\n".join(texts(v)) for v in versions]
-    assert any("✅ Searching 1 document — 4 pages found" in t and "⏳ Reading p. 1 of Dishwasher manual" in t
-               for t in shown)
+    assert any(
+        "✅ Searching 1 document — 4 pages found" in t and "⏳ Reading p. 1 of Dishwasher manual" in t for t in shown
+    )
     partial = [t for t in shown if "Part 3 of the answer." in t and "Part 19" not in t]
     assert partial, "the text was shown while it was being written"
     # throttled: 20 pieces and 6 stage changes, a few edits at least a second apart, never a 429
@@ -184,9 +153,10 @@ async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bo
     assert "Part 19 of the answer." in texts(final)[0]
     [gallery] = of_type(final, 12)
     names = {a["filename"] for a in final["attachments"]}
-    assert [i["media"]["url"] for i in gallery["items"]] == [f"attachment://{n}" for n in
-                                                            ("c1-p1-highlight.png", "c1-p1-preview.jpg",
-                                                             "c2-p2-highlight.png", "c2-p2-preview.jpg")]
+    assert [i["media"]["url"] for i in gallery["items"]] == [
+        f"attachment://{n}"
+        for n in ("c1-p1-highlight.png", "c1-p1-preview.jpg", "c2-p2-highlight.png", "c2-p2-preview.jpg")
+    ]
     assert names == {"c1-p1-highlight.png", "c1-p1-preview.jpg", "c2-p2-highlight.png", "c2-p2-preview.jpg"}
     assert any("**1.** Dishwasher manual, p. 1 (exact highlight)" in t for t in texts(final))
     buttons = of_type(final, 2)
@@ -260,6 +230,7 @@ async def test_a_long_answer_continues_in_messages_cut_at_paragraph_ends(bot, di
 
 # ---- the fake's rules --------------------------------------------------------------------------
 
+
 def test_the_fake_refuses_what_discord_refuses():
     text = {"type": 10, "content": "x"}
     v2 = V2_FLAG
@@ -274,15 +245,37 @@ def test_the_fake_refuses_what_discord_refuses():
         {"flags": v2, "components": [{"type": 12, "items": [{"media": {"url": "attachment://a.png"}}] * 11}]},
         {"flags": v2, "components": [{"type": 12, "items": [{"media": {"url": "attachment://missing.png"}}]}]},
         {"flags": v2, "components": [{"type": 1, "components": [{"type": 2, "style": 2, "custom_id": "x" * 101}]}]},
-        {"flags": v2, "components": [{"type": 1, "components": [
-            {"type": 2, "style": 2, "custom_id": f"b{i}"} for i in range(6)]}]},
-        {"flags": v2, "components": [{"type": 1, "components": [
-            {"type": 2, "style": 2, "custom_id": "same"}, {"type": 2, "style": 2, "custom_id": "same"}]}]},
+        {
+            "flags": v2,
+            "components": [
+                {"type": 1, "components": [{"type": 2, "style": 2, "custom_id": f"b{i}"} for i in range(6)]}
+            ],
+        },
+        {
+            "flags": v2,
+            "components": [
+                {
+                    "type": 1,
+                    "components": [
+                        {"type": 2, "style": 2, "custom_id": "same"},
+                        {"type": 2, "style": 2, "custom_id": "same"},
+                    ],
+                }
+            ],
+        },
         {"content": "x" * 2001},
         {"content": "hi", "components": [text]},  # a V2 component without the flag
         {},
         # 6,000 characters across embeds count their fields and footers too, and each part has its limit
-        {"embeds": [{"description": "d" * 4000, "footer": {"text": "f" * 1500}, "fields": [{"name": "n", "value": "v" * 600}]}]},
+        {
+            "embeds": [
+                {
+                    "description": "d" * 4000,
+                    "footer": {"text": "f" * 1500},
+                    "fields": [{"name": "n", "value": "v" * 600}],
+                }
+            ]
+        },
         {"embeds": [{"title": "t" * 257}]},
         {"embeds": [{"description": "d" * 10, "fields": [{"name": "n", "value": "v"}] * 26}]},
     ]
@@ -304,6 +297,7 @@ async def test_the_v2_flag_cannot_be_removed_by_an_edit(bot, discord_api):
 
 # ---- feedback through discord.py's interaction handling ----------------------------------------
 
+
 async def test_a_click_on_the_v2_layouts_buttons_is_recorded(bot, discord_api):
     client = await bot(FakeService())
     threads = client.handlers.threads
@@ -323,6 +317,7 @@ async def test_a_click_on_the_v2_layouts_buttons_is_recorded(bot, discord_api):
 
 
 # ---- end to end: the real service (local backend) through the real client and the fake -------------
+
 
 async def test_a_real_answer_streams_its_stages_and_ends_with_its_evidence(tmp_path, bot, discord_api):
     from core.service import Service
@@ -373,6 +368,7 @@ async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discor
 
     def answered() -> bool:
         return any(of_type(vs[-1], 2) for vs in discord_api.versions.values())
+
     await asyncio.wait_for(discord_api.until(answered), 10)  # a guard, not a wait for time to pass
     mid, versions = only_message(discord_api)
     assert "Searching 1 document" in "\n".join(texts(versions[0]))
@@ -396,6 +392,7 @@ async def test_layout_limits_and_a_citation_without_images():
         for c in cs:
             found.append(c)
             walk(c.get("components") or [])
+
     walk(components)
     assert not out.files and not [c for c in found if c["type"] == 12]  # nothing to show: no empty gallery
     text = [c["content"] for c in found if c["type"] == 10]
@@ -424,7 +421,6 @@ async def test_not_ready_until_the_gateway_is_connected(bot, tmp_path):
     """Logged in over REST but not on the gateway: /readyz says why, whatever the index says."""
     from bot.discord.client import gateway_connected
     from bot.health import readiness
-
     from core import Service
 
     service = Service(Settings(index_dir=tmp_path / "index"))

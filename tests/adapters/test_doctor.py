@@ -12,12 +12,12 @@ from bot.cli import main
 from bot.doctor import FAIL, OK, SKIP, diagnose, report
 from core import Settings
 from core.postgres.database import MIGRATIONS, open_pool
-from eval.fakes.discord import FakeDiscord
-from eval.fakes.gemini import FakeGemini
-from eval.fakes.slack import BOT_TOKEN, FakeSlack, manifest_scopes
-from eval.fakes.slack_socket import APP_TOKEN
-from eval.fakes.typesafe import FakeTypeSafe
 from tests.conftest import closed_port
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.gemini import FakeGemini
+from tests.fakes.slack import BOT_TOKEN, FakeSlack, manifest_scopes
+from tests.fakes.slack_socket import APP_TOKEN
+from tests.fakes.typesafe import FakeTypeSafe
 
 
 @pytest.fixture
@@ -48,8 +48,17 @@ async def test_a_good_install_passes_every_check_and_exits_0(tmp_path, slack, br
     assert code == 0, text
     assert not lines(findings, FAIL) and not lines(findings, SKIP)
     passed = lines(findings, OK)
-    assert {"index", "index backend", "slack bot token", "slack scopes", "slack app token", "discord token",
-            "discord intent", "gemini", "typesafe"} <= passed.keys()
+    assert {
+        "index",
+        "index backend",
+        "slack bot token",
+        "slack scopes",
+        "slack app token",
+        "discord token",
+        "discord intent",
+        "gemini",
+        "typesafe",
+    } <= passed.keys()
     assert "1 document, 4 pages" in passed["index"] and "as @pixelrag" in passed["slack bot token"]
     assert f"all {len(manifest_scopes())} scopes" in passed["slack scopes"]
     assert text.endswith("All checks passed.")

@@ -3,6 +3,7 @@
 hides a link. Through the real bot processes' code paths (Bolt and discord.py against the strict
 fakes, which record in `acted` whatever the real service would act on and whose fixtures fail on any),
 the real Service (local backend and the Gemini backend against its fake)."""
+
 from __future__ import annotations
 
 import html
@@ -15,23 +16,27 @@ from core.config import Settings
 from core.markup import inert, literal
 from core.records import SHARED_SCOPE
 from core.service import Service
-from eval.fakes.discord import FakeDiscord
-from eval.fakes.gemini import FakeGemini
-from eval.fakes.markup import discord_pings, displayed, hidden_links, slack_tokens
-from eval.fakes.slack import BOT_TOKEN, FakeSlack, block_text
-from tests.adapters.test_discord_stream import bot, discord_api, dm_message, texts  # noqa: F401
-from tests.adapters.test_slack import (CHANNEL, Harness, answer_posts, base_settings, fake, make_harness,  # noqa: F401
-                              make_pdf)
+from tests.adapters.slack_harness import CHANNEL, Harness, answer_posts, base_settings, make_pdf
+from tests.adapters.test_discord_stream import dm_message, texts
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.gemini import FakeGemini
+from tests.fakes.markup import discord_pings, displayed, hidden_links, slack_tokens
+from tests.fakes.slack import BOT_TOKEN, FakeSlack, block_text
 
 PINGS = "<!channel> <!here> <!everyone> <@U0LEAK> <#C0SECRET>"
 LINKS = "[click here](https://evil.example/fw) <https://x.example|Official>"
 DISCORD_PINGS = "<@123456789012345678> <@&222222222222222222> @everyone @here"
-HOSTILE_PDF = make_pdf([[  # each line within the page's width: a line cut at the edge loses its end
-    "Aquaflow X200 pump datasheet",
-    f"Flow rate: 120 l/min {PINGS}",
-    f"Firmware: {LINKS}",
-    f"Weight: 14 kg {DISCORD_PINGS}",
-]], title="<!channel> X200 [manual](https://evil.example/t)")
+HOSTILE_PDF = make_pdf(
+    [
+        [  # each line within the page's width: a line cut at the edge loses its end
+            "Aquaflow X200 pump datasheet",
+            f"Flow rate: 120 l/min {PINGS}",
+            f"Firmware: {LINKS}",
+            f"Weight: 14 kg {DISCORD_PINGS}",
+        ]
+    ],
+    title="<!channel> X200 [manual](https://evil.example/t)",
+)
 QUESTION = "What are the weight and the firmware of the X200 pump?"
 
 
@@ -42,8 +47,18 @@ def printed(text: str) -> str:
 
 # ----- the escaping itself -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["M3*0.5 and a_b_c", "[click here](https://evil.example)", "`x` \\*y\\*",
-                                  "~~gone~~ 3~5 V", "![img](https://t.example/p.png)", "**not bold**"])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "M3*0.5 and a_b_c",
+        "[click here](https://evil.example)",
+        "`x` \\*y\\*",
+        "~~gone~~ 3~5 V",
+        "![img](https://t.example/p.png)",
+        "**not bold**",
+    ],
+)
 def test_literal_markdown_shows_the_text_as_written(text):
     assert displayed(literal(text)).strip() == text
     assert hidden_links(literal(text)) == []
@@ -61,22 +76,31 @@ def test_a_models_markdown_keeps_its_formatting_but_no_link():
     assert "[the manual](https://evil.example)" in shown and "![x](https://t.example/p)" in shown
     assert hidden_links(inert(markdown)) == [] and len(hidden_links(markdown)) == 2
     # One character at a time: the pieces of a streamed answer give the whole.
-    assert "".join(inert(markdown[i:i + 5]) for i in range(0, len(markdown), 5)) == inert(markdown)
+    assert "".join(inert(markdown[i : i + 5]) for i in range(0, len(markdown), 5)) == inert(markdown)
 
 
 # ----- the fakes see what the services would act on ------------------------------------------------
+
 
 async def test_the_slack_fake_records_mentions_and_hidden_links():
     server = FakeSlack().start()
     try:
         client = AsyncWebClient(token=BOT_TOKEN, base_url=server.api_url)
-        await client.chat_postMessage(channel=CHANNEL, text="hi <!channel>", blocks=[
-            {"type": "markdown", "text": "see [the docs](https://evil.example)"}])
-        assert server.acted == [("chat.postMessage", "<!channel>"),
-                                ("chat.postMessage", "link to https://evil.example")]
+        await client.chat_postMessage(
+            channel=CHANNEL,
+            text="hi <!channel>",
+            blocks=[{"type": "markdown", "text": "see [the docs](https://evil.example)"}],
+        )
+        assert server.acted == [
+            ("chat.postMessage", "<!channel>"),
+            ("chat.postMessage", "link to https://evil.example"),
+        ]
         server.acted.clear()
-        await client.chat_postMessage(channel=CHANNEL, text="hi &lt;!channel&gt;", blocks=[
-            {"type": "markdown", "text": "see \\[the docs\\](https://evil.example) &lt;!here>"}])
+        await client.chat_postMessage(
+            channel=CHANNEL,
+            text="hi &lt;!channel&gt;",
+            blocks=[{"type": "markdown", "text": "see \\[the docs\\](https://evil.example) &lt;!here>"}],
+        )
         assert server.acted == []
         # A stream's appends are one message: a token cut in two is whole there.
         who = {"recipient_team_id": "T1", "recipient_user_id": "U1"}
@@ -89,18 +113,24 @@ async def test_the_slack_fake_records_mentions_and_hidden_links():
 
 async def test_the_discord_fake_records_pings_under_the_requests_allowed_mentions(discord_api):
     channel = "5555"
-    await discord_api.http.send_message(channel, params=discord.http.handle_message_parameters(
-        content="@everyone look <@123456789012345678>"))
+    await discord_api.http.send_message(
+        channel, params=discord.http.handle_message_parameters(content="@everyone look <@123456789012345678>")
+    )
     assert discord_api.acted == ["@everyone", "<@123456789012345678>"]
     discord_api.acted.clear()
-    await discord_api.http.send_message(channel, params=discord.http.handle_message_parameters(
-        content="@everyone [x](https://evil.example)", allowed_mentions=discord.AllowedMentions.none()))
+    await discord_api.http.send_message(
+        channel,
+        params=discord.http.handle_message_parameters(
+            content="@everyone [x](https://evil.example)", allowed_mentions=discord.AllowedMentions.none()
+        ),
+    )
     assert discord_api.acted == ["link to https://evil.example"]
     discord_api.acted.clear()
     assert discord_pings("@everyone", {"parse": ["everyone"]}) == ["@everyone"]
 
 
 # ----- Slack -----------------------------------------------------------------------------------------
+
 
 async def hostile_slack(make_harness, fake, tmp_path, **settings) -> Harness:
     harness = await make_harness(settings=base_settings(fake, tmp_path, **settings))
@@ -171,10 +201,15 @@ async def test_a_gemini_answer_copying_a_pages_pings_and_links_shows_them(make_h
     async with FakeGemini() as gemini:
         harness = await make_harness(settings=gemini.settings(base_settings(fake, tmp_path), embedding_dim=256))
         await harness.service.real.index_bytes(HOSTILE_PDF, "x200.pdf", scope="slack:T1")
-        answer = (f"The X200 moves **120 l/min** {PINGS}; firmware: {LINKS} ![logo](https://t.example/p) "
-                  f"{DISCORD_PINGS}")
-        gemini.replies.append({"answer": answer, "topic": "other", "limitations": ["<!here> is not stated"],
-                               "citations": [{"page_ref": "P1", "quote": PINGS}]})
+        answer = f"The X200 moves **120 l/min** {PINGS}; firmware: {LINKS} ![logo](https://t.example/p) {DISCORD_PINGS}"
+        gemini.replies.append(
+            {
+                "answer": answer,
+                "topic": "other",
+                "limitations": ["<!here> is not stated"],
+                "citations": [{"page_ref": "P1", "quote": PINGS}],
+            }
+        )
         gemini.chunk_chars = 7  # tokens cut across the stream's appends
         event, _ = await harness.mention(QUESTION)
         await harness.bot.drain()
@@ -186,6 +221,7 @@ async def test_a_gemini_answer_copying_a_pages_pings_and_links_shows_them(make_h
 
 
 # ----- Discord ---------------------------------------------------------------------------------------
+
 
 async def hostile_discord(bot, tmp_path, **extra):  # noqa: F811
     service = Service(Settings(index_dir=tmp_path / "index", backend="local"))

@@ -1,5 +1,6 @@
 """The probes a load balancer or Kubernetes sends (bot/health.py): /healthz while the process runs,
 /readyz only while questions can be answered, with the reason when they cannot."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,8 +15,11 @@ from tests.conftest import closed_port, text_pdf
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
     """The metrics as Prometheus's own text parser reads them: (name, labels) -> value."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 async def get(port: int, path: str) -> tuple[int, str]:

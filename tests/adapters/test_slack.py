@@ -1,206 +1,35 @@
 """The Slack adapter end to end, offline: signed Events API requests and slash commands go through
 Bolt (AsyncApp.async_dispatch) to the real Service (local backend) and out to a loopback fake of the
-Slack Web API (eval/fakes/slack.py)."""
+Slack Web API (tests/fakes/slack.py)."""
+
 from __future__ import annotations
 
 import io
-import itertools
 import json
-
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlencode
 
 import pymupdf
 import pytest
 from PIL import Image, ImageDraw
-from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.slack import build_app, render
-from core.config import Settings
+from bot.slack import render
 from core.records import Answer, Citation, Exchange
 from core.service import Service
-from core.embedded.threads import ThreadStore
-from eval.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
+from tests.adapters.slack_harness import (
+    CHANNEL,
+    PUMP_PDF,
+    SECRET,
+    SECRET_PDF,
+    Harness,
+    SpyService,
+    answer_posts,
+    base_settings,
+    make_pdf,
+)
 from tests.conftest import closed_port
+from tests.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
 
-SECRET = "test-signing-secret"
-CHANNEL = "C100"
-TS = itertools.count(1)
-
-
-def make_pdf(lines_per_page: list[list[str]], title: str = "") -> bytes:
-    doc = pymupdf.open()
-    for lines in lines_per_page:
-        page = doc.new_page(width=595, height=842)
-        y = 80
-        for line in lines:
-            page.insert_text((60, y), line, fontsize=13)
-            y += 24
-    if title:
-        doc.set_metadata({"title": title})
-    data = doc.tobytes()
-    doc.close()
-    return data
-
-
-PUMP_PDF = make_pdf([
-    ["Aquaflow X200 centrifugal pump datasheet", "Maximum flow rate: 120 litres per minute.",
-     "Maximum head: 42 metres.", "Motor power: 1.1 kW at 230 V."],
-    ["Aquaflow X200 mechanical data", "Weight: 14 kg without water.", "Width: 320 mm, height: 410 mm.",
-     "Warranty: 3 years."],
-])
-SECRET_PDF = make_pdf([
-    ["Zephyr Q9 turbine service manual", "Zephyr Q9 blade pitch torque: 85 Nm.",
-     "Zephyr Q9 service interval: every 900 operating hours."],
-])
-
-
-class SpyService:
-    """The real Service, with the turns it was asked recorded (to check history and images)."""
-
-    def __init__(self, real: Service):
-        self.real = real
-        self.turns = []
-        self.answers: list[Answer] = []
-
-    async def answer(self, turn, events=None):
-        self.turns.append(turn)
-        answer = await self.real.answer(turn, events=events)
-        self.answers.append(answer)
-        return answer
-
-    def __getattr__(self, name):
-        return getattr(self.real, name)
-
-
-@dataclass
-class Harness:
-    app: object
-    bot: object
-    fake: FakeSlack
-    service: SpyService
-    store: ThreadStore
-    settings: Settings
-
-    def _ts(self) -> str:
-        return f"1700000000.{next(TS):06d}"  # unique across harnesses (restarts share a database)
-
-    async def dispatch(self, raw: str, content_type: str, extra_headers: dict | None = None, secret: str = SECRET):
-        stamp = str(int(time.time()))
-        headers = {
-            "content-type": [content_type],
-            "x-slack-request-timestamp": [stamp],
-            "x-slack-signature": [SignatureVerifier(secret).generate_signature(timestamp=stamp, body=raw)],
-            **(extra_headers or {}),
-        }
-        return await self.app.async_dispatch(AsyncBoltRequest(body=raw, headers=headers))
-
-    async def event(self, event: dict, *, team: str = "T1", event_id: str | None = None, retry: int = 0,
-                    secret: str = SECRET):
-        event.setdefault("ts", self._ts())
-        event.setdefault("channel", CHANNEL)
-        event.setdefault("event_ts", event["ts"])
-        event.setdefault("team", team)
-        if not any(m.get("ts") == event["ts"] for m in self.fake.messages.get(event["channel"], [])):
-            # The message exists in Slack before its event arrives (reactions and replies find it there).
-            self.fake.add_message(event["channel"], {k: v for k, v in event.items()
-                                                     if k in ("ts", "user", "text", "files", "thread_ts", "bot_id")})
-        body = {
-            "token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
-            "event_id": event_id or f"Ev{event['ts'].replace('.', '')}{event['type']}",
-            "event_time": int(time.time()), "event": event,
-            "authorizations": [{"team_id": team, "user_id": BOT_USER_ID, "is_bot": True}],
-        }
-        headers = {"x-slack-retry-num": [str(retry)], "x-slack-retry-reason": ["http_timeout"]} if retry else None
-        response = await self.dispatch(json.dumps(body), "application/json", headers, secret)
-        return event, response
-
-    async def mention(self, text: str, *, team: str = "T1", thread_ts: str | None = None, files=None, **kw):
-        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {text}"}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        if files is not None:
-            event["files"] = files
-        return await self.event(event, team=team, **kw)
-
-    async def command(self, text: str, *, user: str = "UADMIN", team: str = "T1", channel: str = CHANNEL):
-        body = urlencode({
-            "token": "legacy", "team_id": team, "team_domain": "test", "channel_id": channel,
-            "channel_name": "general", "user_id": user, "user_name": user.lower(), "command": "/pixelrag",
-            "text": text, "api_app_id": "A1", "response_url": self.fake.response_url(),
-            "trigger_id": "1.2.3",
-        })
-        return await self.dispatch(body, "application/x-www-form-urlencoded")
-
-    async def click(self, message_ts: str, value: str, *, user: str = "U1", team: str = "T1"):
-        """A click on a message's feedback buttons, as Slack sends it (block_actions)."""
-        payload = {
-            "type": "block_actions", "team": {"id": team}, "user": {"id": user, "team_id": team}, "api_app_id": "A1",
-            "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
-            "channel": {"id": CHANNEL}, "trigger_id": "1.2.3", "response_url": self.fake.response_url(),
-            "actions": [{"type": "feedback_buttons", "action_id": render.FEEDBACK_ACTION, "block_id": "fb",
-                         "value": value, "action_ts": self._ts()}],
-        }
-        return await self.dispatch(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
-
-    def image_file(self, name: str, data: bytes, mimetype: str = "image/png", url_name: str | None = None) -> dict:
-        url = self.fake.add_private_file(url_name or name, data, mimetype) if url_name != "" else ""
-        return {"id": "F" + name, "name": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
-                "size": len(data), "url_private": url, "url_private_download": url}
-
-
-def base_settings(fake: FakeSlack, tmp_path: Path, **extra) -> Settings:
-    # The fake serves the PDFs to index on loopback, which chat users may not fetch by default.
-    return Settings(index_dir=tmp_path / "index", allow_private_urls=True, extra={
-        "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
-        "SLACK_PROGRESS_INTERVAL": "0.05", "SLACK_STREAM_INTERVAL": "0.05", **extra,
-    })
-
-
-@pytest.fixture
-def fake():
-    server = FakeSlack().start()
-    server.admins.add("UADMIN")
-    yield server
-    server.stop()
-    # Anything Slack would have refused is a bug the product hides, unless a test expects it.
-    assert server.refused == server.expected_refusals, server.refused
-    # A mention, a broadcast or a link hidden behind its label would act in real Slack.
-    assert not server.acted, server.acted
-
-
-@pytest.fixture
-async def make_harness(fake, tmp_path):
-    stores = []
-
-    async def make(settings: Settings | None = None, service: Service | None = None, threads=None) -> Harness:
-        settings = settings or base_settings(fake, tmp_path)
-        store = threads or ThreadStore(tmp_path / "threads.sqlite")
-        stores.append(store)
-        spy = SpyService(service or Service(settings))
-        return Harness(*build_app(settings, spy, store), fake, spy, store, settings)
-
-    yield make
-    for store in stores:
-        await store.close()
-
-
-@pytest.fixture
-async def slack(make_harness) -> Harness:
-    harness = await make_harness()
-    await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
-    return harness
-
-
-def answer_posts(fake: FakeSlack, thread_ts: str) -> list[dict]:
-    """The bot's finished answers in a thread (streamed or posted): {"ts", "blocks", "text"}."""
-    return fake.replies(thread_ts)
-
-
-# ----- questions ---------------------------------------------------------------------------------
 
 async def test_mention_answers_in_thread_with_previews(slack: Harness):
     event, response = await slack.mention("What is the maximum flow rate of the X200 pump?")
@@ -218,8 +47,11 @@ async def test_mention_answers_in_thread_with_previews(slack: Harness):
     [message] = fake.streams(event["ts"])
     stream = message["stream"]
     assert stream["state"] == "stopped" and "120" in stream["markdown"]
-    assert {k: t["status"] for k, t in stream["tasks"].items()} == {"search": "complete", "read": "complete",
-                                                                    "cite": "complete"}
+    assert {k: t["status"] for k, t in stream["tasks"].items()} == {
+        "search": "complete",
+        "read": "complete",
+        "cite": "complete",
+    }
     assert stream["tasks"]["search"]["title"] == "Searching 1 document"
     assert stream["tasks"]["read"]["title"] == "Reading pp. 1, 2 of x200-datasheet.pdf"  # what the reader is given
     kinds = [b["type"] for b in stream["blocks"]]
@@ -241,8 +73,10 @@ async def test_mention_answers_in_thread_with_previews(slack: Harness):
     assert all(t.startswith("x200-datasheet.pdf p. ") for t in titles) and len(titles) <= 10
     assert "Evidence for the answer above" in complete.params["initial_comment"]
     assert len(fake.uploads) == len(titles)
-    assert all(data[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0", b"\xff\xd8\xff\xe1") or data[:2] == b"\xff\xd8"
-               for data in fake.uploads.values())
+    assert all(
+        data[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0", b"\xff\xd8\xff\xe1") or data[:2] == b"\xff\xd8"
+        for data in fake.uploads.values()
+    )
     # The turn was stored for follow-ups.
     history = await slack.store.history(("slack", "T1", CHANNEL, event["ts"]))
     assert history and history[0].cited and history[0].cited[0][1] == 1
@@ -254,8 +88,15 @@ async def test_follow_up_without_mention_uses_stored_history(slack: Harness, mak
     # A restart: a new app and a new store object on the same database still know the thread.
     await slack.store.close()
     again = await make_harness(settings=slack.settings, service=slack.service.real)
-    follow, _ = await again.event({"type": "message", "channel_type": "channel", "user": "U1",
-                                   "text": "And what is its weight?", "thread_ts": first["ts"]})
+    follow, _ = await again.event(
+        {
+            "type": "message",
+            "channel_type": "channel",
+            "user": "U1",
+            "text": "And what is its weight?",
+            "thread_ts": first["ts"],
+        }
+    )
     await again.bot.drain()
     [turn] = again.service.turns
     assert turn.history and "flow rate" in turn.history[0].question
@@ -267,8 +108,15 @@ async def test_follow_up_without_mention_uses_stored_history(slack: Harness, mak
     assert "14 kg" in thread
     assert "x200-datasheet.pdf, p. 2" in thread
     # A message in a thread the bot never answered is left alone.
-    await again.event({"type": "message", "channel_type": "channel", "user": "U1", "text": "unrelated chat",
-                       "thread_ts": "1600000000.000001"})
+    await again.event(
+        {
+            "type": "message",
+            "channel_type": "channel",
+            "user": "U1",
+            "text": "unrelated chat",
+            "thread_ts": "1600000000.000001",
+        }
+    )
     await again.bot.drain()
     assert not again.fake.posts("1600000000.000001")
     assert len(again.service.turns) == 1
@@ -381,8 +229,7 @@ async def test_a_pdf_of_several_hundred_kb_is_indexed_from_a_message(slack: Harn
     doc.close()
     assert len(big) > 700_000
     pdf = slack.image_file("q9-big.pdf", big, mimetype="application/pdf")
-    await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
-                       "files": [pdf]})
+    await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this", "files": [pdf]})
     await slack.bot.drain()
     assert "Indexed q9-big.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
 
@@ -404,11 +251,17 @@ class CannedService:
 
 async def test_a_very_long_answer_is_posted_within_block_kit_limits(make_harness, fake, tmp_path):
     # A reader's Markdown: a link the page printed is shown as written (core/markup.py), not followed.
-    markdown = "\n\n".join(f"## Part {i}\n" + ("**Flow** is \\[listed\\](https://example.com/a) & more. " * 60)
-                           for i in range(40))
+    markdown = "\n\n".join(
+        f"## Part {i}\n" + ("**Flow** is \\[listed\\](https://example.com/a) & more. " * 60) for i in range(40)
+    )
     cites = tuple(Citation("d1", "manual.pdf", p, "quote " * 80) for p in range(1, 9))
-    answer = Answer("q", "the interpreted q", markdown, citations=cites,
-                    limitations=tuple(f"Limitation {i}: " + "x" * 400 for i in range(12)))
+    answer = Answer(
+        "q",
+        "the interpreted q",
+        markdown,
+        citations=cites,
+        limitations=tuple(f"Limitation {i}: " + "x" * 400 for i in range(12)),
+    )
     harness = await make_harness(service=CannedService(Service(base_settings(fake, tmp_path)), answer))
     event, _ = await harness.mention("q")
     await harness.bot.drain()
@@ -436,8 +289,11 @@ async def test_the_fake_refuses_what_slack_refuses():
             with pytest.raises(SlackApiError) as info:
                 await client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks)
             assert info.value.response["error"] == error
-        for blocks in ([{"type": "section", "text": {"type": "mrkdwn", "text": "z" * 3001}}],
-                       [{"type": "markdown", "text": "m" * 12_001}], [{"type": "nonsense"}]):
+        for blocks in (
+            [{"type": "section", "text": {"type": "mrkdwn", "text": "z" * 3001}}],
+            [{"type": "markdown", "text": "m" * 12_001}],
+            [{"type": "nonsense"}],
+        ):
             with pytest.raises(SlackApiError, match="invalid_blocks"):
                 await client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks)
         with pytest.raises(SlackApiError, match="no_text"):
@@ -495,9 +351,14 @@ async def test_missing_files_read_scope_is_reported(slack: Harness):
 
 
 async def test_unusable_attachment_is_named(slack: Harness):
-    files = [slack.image_file("notes.docx", b"PK\x03\x04 not a picture",
-                              mimetype="application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-             slack.image_file("broken.png", b"\x89PNG this is not really a png")]
+    files = [
+        slack.image_file(
+            "notes.docx",
+            b"PK\x03\x04 not a picture",
+            mimetype="application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
+        slack.image_file("broken.png", b"\x89PNG this is not really a png"),
+    ]
     event, _ = await slack.mention("", files=files)
     await slack.bot.drain()
     thread = slack.fake.thread_text(event["ts"])
@@ -523,20 +384,51 @@ async def test_own_and_other_bot_messages_are_ignored(slack: Harness):
     await slack.bot.drain()
     turns = len(slack.service.turns)
     posts = len(slack.fake.posts())
-    await slack.event({"type": "message", "channel_type": "channel", "user": BOT_USER_ID, "bot_id": BOT_ID,
-                       "text": "The motor power is 1.1 kW", "thread_ts": first["ts"]})
-    await slack.event({"type": "message", "channel_type": "channel", "subtype": "bot_message", "bot_id": "BOTHER",
-                       "text": f"<@{BOT_USER_ID}> what is its weight?", "thread_ts": first["ts"]})
-    await slack.event({"type": "message", "channel_type": "im", "channel": "D1", "user": "UOTHER", "bot_id": "BOTHER",
-                       "text": "hello bot"})
+    await slack.event(
+        {
+            "type": "message",
+            "channel_type": "channel",
+            "user": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "text": "The motor power is 1.1 kW",
+            "thread_ts": first["ts"],
+        }
+    )
+    await slack.event(
+        {
+            "type": "message",
+            "channel_type": "channel",
+            "subtype": "bot_message",
+            "bot_id": "BOTHER",
+            "text": f"<@{BOT_USER_ID}> what is its weight?",
+            "thread_ts": first["ts"],
+        }
+    )
+    await slack.event(
+        {
+            "type": "message",
+            "channel_type": "im",
+            "channel": "D1",
+            "user": "UOTHER",
+            "bot_id": "BOTHER",
+            "text": "hello bot",
+        }
+    )
     await slack.bot.drain()
     assert len(slack.service.turns) == turns
     assert len(slack.fake.posts()) == posts
 
 
 async def test_direct_message_is_answered(slack: Harness):
-    event, _ = await slack.event({"type": "message", "channel_type": "im", "channel": "D42", "user": "U1",
-                                  "text": "How long is the X200 warranty?"})
+    event, _ = await slack.event(
+        {
+            "type": "message",
+            "channel_type": "im",
+            "channel": "D42",
+            "user": "U1",
+            "text": "How long is the X200 warranty?",
+        }
+    )
     await slack.bot.drain()
     assert "3 years" in slack.fake.thread_text(event["ts"])
     [message] = slack.fake.streams(event["ts"])
@@ -581,6 +473,7 @@ async def test_bad_signature_is_rejected(slack: Harness):
 
 # ----- isolation and failures ------------------------------------------------------------------------
 
+
 async def test_workspaces_are_isolated(slack: Harness, tmp_path):
     # T1 owns the Zephyr manual; T2 sees only the shared collection (the pump datasheet, shared).
     shared = tmp_path / "shared-pump.pdf"
@@ -613,27 +506,33 @@ async def test_a_channels_documents_stay_in_that_channel(slack: Harness):
     await slack.bot.drain()
     assert "searched in that channel only" in slack.fake.calls_to("response_url")[-1].params["text"]
     pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
-    await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
-                       "files": [pdf], "channel": hr})
+    await slack.event(
+        {"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this", "files": [pdf], "channel": hr}
+    )
     await slack.bot.drain()
     summary = slack.fake.calls_to("chat.update")[-1].params["text"]
     assert "Indexed q9.pdf" in summary and "Searched in this channel only" in summary
     question = "What is the Zephyr Q9 blade pitch torque?"
     # asked in its channel: answered from it, with its previews
-    event, _ = await slack.event({"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {question}",
-                                  "channel": hr})
+    event, _ = await slack.event(
+        {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {question}", "channel": hr}
+    )
     await slack.bot.drain()
     assert "85 Nm" in slack.fake.thread_text(event["ts"])
-    assert any("q9" in f["title"] for c in slack.fake.calls_to("files.completeUploadExternal")
-               for f in c.params["files"])
+    assert any(
+        "q9" in f["title"] for c in slack.fake.calls_to("files.completeUploadExternal") for f in c.params["files"]
+    )
     uploads = len(slack.fake.calls_to("files.completeUploadExternal"))
     # asked in another channel of the workspace, and in another workspace: nothing of it shows
     for team in ("T1", "T2"):
         event, _ = await slack.mention(question, team=team)
         await slack.bot.drain()
         assert "85 Nm" not in slack.fake.thread_text(event["ts"]) and "q9" not in slack.fake.thread_text(event["ts"])
-    assert not any("q9" in f["title"] for c in slack.fake.calls_to("files.completeUploadExternal")[uploads:]
-                   for f in c.params["files"])
+    assert not any(
+        "q9" in f["title"]
+        for c in slack.fake.calls_to("files.completeUploadExternal")[uploads:]
+        for f in c.params["files"]
+    )
     listed = (await slack.command("list", channel=hr)).body
     assert "This channel only" in listed and "q9.pdf" in listed and "x200-datasheet.pdf" in listed
     assert "q9.pdf" not in (await slack.command("list")).body
@@ -643,7 +542,8 @@ async def test_a_channels_documents_stay_in_that_channel(slack: Harness):
         await slack.bot.drain()
         assert "No document called 'q9.pdf' here" in slack.fake.calls_to("response_url")[-1].params["text"]
     assert [d.scope for d in await slack.service.real.documents(f"slack:T1/{hr}") if d.title == "q9.pdf"] == [
-        f"slack:T1/{hr}"]
+        f"slack:T1/{hr}"
+    ]
     # an admin gives it to the whole workspace: every channel of it finds it, no other workspace
     await slack.command("scope q9.pdf workspace", channel=hr)
     await slack.bot.drain()
@@ -658,15 +558,21 @@ async def test_a_channels_documents_stay_in_that_channel(slack: Harness):
 
 async def test_gemini_failure_reaches_the_thread_as_a_short_message(fake, make_harness, tmp_path, caplog):
     settings = base_settings(fake, tmp_path).with_(
-        backend="gemini", gemini_api_key="x", gemini_base_url=f"http://127.0.0.1:{closed_port()}",
-        retry_attempts=2, retry_initial_delay_s=0.01, request_timeout_s=5)
+        backend="gemini",
+        gemini_api_key="x",
+        gemini_base_url=f"http://127.0.0.1:{closed_port()}",
+        retry_attempts=2,
+        retry_initial_delay_s=0.01,
+        request_timeout_s=5,
+    )
     harness = await make_harness(settings=settings)
     root = "1700000099.000001"
     fake.add_message(CHANNEL, {"ts": root, "user": "U1", "text": "What is the X200 flow rate?"})  # the thread's root
     # An earlier turn in the thread: the follow-up needs Gemini to rewrite the question.
     await harness.store.add(("slack", "T1", CHANNEL, root), Exchange("What is the X200 flow rate?", "120 l/min"))
-    event, _ = await harness.event({"type": "message", "channel_type": "channel", "user": "U1",
-                                    "text": "and its weight?", "thread_ts": root})
+    event, _ = await harness.event(
+        {"type": "message", "channel_type": "channel", "user": "U1", "text": "and its weight?", "thread_ts": root}
+    )
     await harness.bot.drain()
     # The failure ends the streamed message it interrupted: the step it stopped at is marked failed.
     assert not fake.posts(root)
@@ -687,12 +593,26 @@ async def test_the_workspace_limit_usage_and_refusal_follow_one_workspace(make_h
     await harness.bot.drain()
     # A channel T2 shares with T1, where the app is installed: Slack names T2 as the event's team_id and the
     # installation in its authorizations. It is T1's question.
-    shared = {"type": "app_mention", "user": "U7", "text": f"<@{BOT_USER_ID}> What is the X200 weight?",
-              "ts": harness._ts(), "channel": "CSHARED", "event_ts": "1", "team": "T2"}
+    shared = {
+        "type": "app_mention",
+        "user": "U7",
+        "text": f"<@{BOT_USER_ID}> What is the X200 weight?",
+        "ts": harness._ts(),
+        "channel": "CSHARED",
+        "event_ts": "1",
+        "team": "T2",
+    }
     fake.add_message("CSHARED", {k: shared[k] for k in ("ts", "user", "text")})
-    body = {"token": "legacy", "team_id": "T2", "api_app_id": "A1", "type": "event_callback", "event_id": "EvSHARED",
-            "event_time": int(time.time()), "event": shared,
-            "authorizations": [{"team_id": "T1", "user_id": BOT_USER_ID, "is_bot": True}]}
+    body = {
+        "token": "legacy",
+        "team_id": "T2",
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": "EvSHARED",
+        "event_time": int(time.time()),
+        "event": shared,
+        "authorizations": [{"team_id": "T1", "user_id": BOT_USER_ID, "is_bot": True}],
+    }
     await harness.dispatch(json.dumps(body), "application/json")
     other, _ = await harness.mention("What is the X200 weight?", team="T2")  # T2's own installation
     await harness.bot.drain()
@@ -705,6 +625,7 @@ async def test_the_workspace_limit_usage_and_refusal_follow_one_workspace(make_h
 
 
 # ----- /pixelrag --------------------------------------------------------------------------------------
+
 
 async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
@@ -783,8 +704,9 @@ async def test_index_users_setting_allows_a_listed_user(make_harness, fake, tmp_
 
 async def test_index_this_on_a_message_with_a_pdf(slack: Harness):
     pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
-    event, _ = await slack.event({"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this",
-                                  "files": [pdf]})
+    event, _ = await slack.event(
+        {"type": "app_mention", "user": "UADMIN", "text": f"<@{BOT_USER_ID}> index this", "files": [pdf]}
+    )
     await slack.bot.drain()
     summary = slack.fake.calls_to("chat.update")[-1].params["text"]
     assert "Indexed q9.pdf" in summary and "channel only" not in summary  # the workspace's, by default
@@ -796,7 +718,9 @@ async def test_second_index_of_the_same_document_is_refused_politely(slack: Harn
     await slack.command(f"index {url}")
     await slack.command(f"index {url}")
     await slack.bot.drain()
-    finals = [c.params["text"] for c in slack.fake.calls_to("chat.update") if ":hourglass_flowing" not in c.params["text"]]
+    finals = [
+        c.params["text"] for c in slack.fake.calls_to("chat.update") if ":hourglass_flowing" not in c.params["text"]
+    ]
     assert any("Indexed" in t for t in finals)
     assert any("already being indexed" in t for t in finals)
     assert len(slack.fake.calls_to("public_download")) == 1  # before: downloaded (and built) twice
@@ -847,9 +771,11 @@ async def test_remove_and_status(slack: Harness):
 
 # ----- rendering (no network) -----------------------------------------------------------------------
 
+
 def test_long_answers_are_split_within_slack_limits():
-    markdown = "\n\n".join(f"## Part {i}\n" + ("**Flow** rate is [listed](https://example.com/a) & more. " * 40)
-                           for i in range(30))
+    markdown = "\n\n".join(
+        f"## Part {i}\n" + ("**Flow** rate is [listed](https://example.com/a) & more. " * 40) for i in range(30)
+    )
     cites = tuple(Citation("d1", "manual.pdf", p, "quote text") for p in range(1, 5))
     answer = Answer("q", "the q", markdown, citations=cites, notes=("One citation was dropped.",))
     messages = render.render_answer(answer)
@@ -871,8 +797,12 @@ def test_long_answers_are_split_within_slack_limits():
 
 
 def test_clarifying_question_is_posted_as_a_question():
-    answer = Answer("and its width?", "and its width?", "Which product do you mean?",
-                    clarifying_question="Which product do you mean?")
+    answer = Answer(
+        "and its width?",
+        "and its width?",
+        "Which product do you mean?",
+        clarifying_question="Which product do you mean?",
+    )
     [message] = render.render_answer(answer)
     assert message["text"] == "Which product do you mean?"
     assert message["blocks"][0]["text"]["text"].startswith(":question:")
@@ -886,6 +816,7 @@ def test_upload_items_are_capped_and_titled(tmp_path):
 
 
 # ----- serve() ------------------------------------------------------------------------------------------
+
 
 async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
     import asyncio
@@ -901,27 +832,52 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
     port = closed_port()
     server = asyncio.ensure_future(serve(settings, http=True, port=port))
     try:
-        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
-                 "ts": "1700009999.000001", "channel": CHANNEL}
+        event = {
+            "type": "app_mention",
+            "user": "U1",
+            "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
+            "ts": "1700009999.000001",
+            "channel": CHANNEL,
+        }
         fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
-        raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvHTTP1",
-                          "event_time": int(time.time()), "event": event})
+        raw = json.dumps(
+            {
+                "team_id": "T1",
+                "api_app_id": "A1",
+                "type": "event_callback",
+                "event_id": "EvHTTP1",
+                "event_time": int(time.time()),
+                "event": event,
+            }
+        )
         stamp = str(int(time.time()))
         signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)
         url = f"http://127.0.0.1:{port}/slack/events"
         async with aiohttp.ClientSession() as session:
             for _ in range(200):  # until the server is listening
                 try:
-                    async with session.post(url, data=raw, headers={
-                            "Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
-                            "X-Slack-Signature": "v0=" + "0" * 64}) as response:
+                    async with session.post(
+                        url,
+                        data=raw,
+                        headers={
+                            "Content-Type": "application/json",
+                            "X-Slack-Request-Timestamp": stamp,
+                            "X-Slack-Signature": "v0=" + "0" * 64,
+                        },
+                    ) as response:
                         assert response.status == 401
                         break
                 except aiohttp.ClientConnectionError:
                     await asyncio.sleep(0.05)
-            async with session.post(url, data=raw, headers={
-                    "Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
-                    "X-Slack-Signature": signature}) as response:
+            async with session.post(
+                url,
+                data=raw,
+                headers={
+                    "Content-Type": "application/json",
+                    "X-Slack-Request-Timestamp": stamp,
+                    "X-Slack-Signature": signature,
+                },
+            ) as response:
                 assert response.status == 200
         posts = await fake.wait_for(lambda: fake.posts(event["ts"]))
         assert "No documents are indexed here yet" in fake.thread_text(event["ts"])
@@ -946,24 +902,58 @@ async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, t
     fake.retry_after = "0"
     port = closed_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
-    env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
-                "PIXELRAG_INDEX_DIR": str(tmp_path / "index"), "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": fake.api_url,
+            "PIXELRAG_INDEX_DIR": str(tmp_path / "index"),
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     proc = await asyncio.create_subprocess_exec(  # the process a team runs
-        sys.executable, "-m", "bot.cli", "slack", "--http", "--port", str(port), cwd=tmp_path, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-    event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
-             "ts": "1700009999.000002", "channel": CHANNEL}
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "slack",
+        "--http",
+        "--port",
+        str(port),
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    event = {
+        "type": "app_mention",
+        "user": "U1",
+        "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
+        "ts": "1700009999.000002",
+        "channel": CHANNEL,
+    }
     fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
-    raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvAUTH1",
-                      "event_time": int(time.time()), "event": event})
+    raw = json.dumps(
+        {
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "type": "event_callback",
+            "event_id": "EvAUTH1",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as session:
+
             async def deliver(retry: int) -> int:
                 stamp = str(int(time.time()))
-                headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
-                           "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
-                           **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {})}
+                headers = {
+                    "Content-Type": "application/json",
+                    "X-Slack-Request-Timestamp": stamp,
+                    "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
+                    **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {}),
+                }
                 async with session.post(f"{base}/slack/events", data=raw, headers=headers) as response:
                     return response.status
 
@@ -1008,21 +998,32 @@ async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_lin
 
     port = closed_port()
     server = asyncio.ensure_future(serve(base_settings(fake, tmp_path), http=True, port=port))
-    message = {"type": "event_callback", "team_id": "T1", "event": {"type": "app_mention", "user": "U1",
-                                                                     "text": f"<@{BOT_USER_ID}> hi"}}
-    bodies = [("not json", "application/json"), ("[1, 2]", "application/json"),
-              (json.dumps(message), "application/json"),  # a message event without ts or channel
-              ("[" * 50_000 + "]" * 50_000, "application/json"),
-              (json.dumps({"type": "event_callback", "event": "text"}), "application/json"),
-              ("payload=%%%garbage", "application/x-www-form-urlencoded"),
-              ("payload=[1]", "application/x-www-form-urlencoded"), ("a&&=b=c", "application/x-www-form-urlencoded")]
+    message = {
+        "type": "event_callback",
+        "team_id": "T1",
+        "event": {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> hi"},
+    }
+    bodies = [
+        ("not json", "application/json"),
+        ("[1, 2]", "application/json"),
+        (json.dumps(message), "application/json"),  # a message event without ts or channel
+        ("[" * 50_000 + "]" * 50_000, "application/json"),
+        (json.dumps({"type": "event_callback", "event": "text"}), "application/json"),
+        ("payload=%%%garbage", "application/x-www-form-urlencoded"),
+        ("payload=[1]", "application/x-www-form-urlencoded"),
+        ("a&&=b=c", "application/x-www-form-urlencoded"),
+    ]
     url = f"http://127.0.0.1:{port}/slack/events"
     try:
         async with aiohttp.ClientSession() as session:
+
             async def post(raw: str, content_type: str) -> int:
                 stamp = str(int(time.time()))
-                headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp,
-                           "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)}
+                headers = {
+                    "Content-Type": content_type,
+                    "X-Slack-Request-Timestamp": stamp,
+                    "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
+                }
                 async with session.post(url, data=raw.encode(), headers=headers) as response:
                     return response.status
 
@@ -1043,14 +1044,22 @@ async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_lin
             caplog.clear()
             with caplog.at_level(logging.WARNING):
                 for headers in ({"X-Slack-Request-Timestamp": "abc"}, {"X-Padding": "a" * 100_000}):
-                    async with session.post(url, data=b"{}", headers={"Content-Type": "application/json",
-                                                                      "X-Slack-Signature": "v0=00", **headers}) as response:
+                    async with session.post(
+                        url,
+                        data=b"{}",
+                        headers={"Content-Type": "application/json", "X-Slack-Signature": "v0=00", **headers},
+                    ) as response:
                         assert response.status == 400
             lines = [r for r in caplog.records if r.name.startswith(("pixelrag", "aiohttp", "slack_bolt"))]
             assert len(lines) == 2 and not any(r.exc_info or r.levelno > logging.WARNING for r in lines), caplog.text
             # A request Slack does send is still answered.
-            event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> hi", "ts": "1700009998.000001",
-                     "channel": CHANNEL}
+            event = {
+                "type": "app_mention",
+                "user": "U1",
+                "text": f"<@{BOT_USER_ID}> hi",
+                "ts": "1700009998.000001",
+                "channel": CHANNEL,
+            }
             fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
             assert await post(json.dumps({**message, "event_id": "EvOK", "event": event}), "application/json") == 200
         await fake.wait_for(lambda: fake.posts(event["ts"]))
@@ -1060,8 +1069,9 @@ async def test_serve_http_refuses_what_slack_would_not_send_with_400_and_one_lin
             await server
 
 
-async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_process(fake, brochure, brochure_index,
-                                                                                 tmp_path):
+async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_process(
+    fake, brochure, brochure_index, tmp_path
+):
     """The command a team runs, as its own process: a signed event with a screenshot (a real render of
     the brochure's scanned service page, a few hundred KB) downloaded in chunks through a redirect."""
     import asyncio
@@ -1077,35 +1087,77 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
     shutil.copytree(brochure_index, index)
     doc = pymupdf.open(brochure)
     page = doc[3]
-    shot = page.get_pixmap(dpi=200, clip=pymupdf.Rect(0, page.rect.height * 0.1, page.rect.width,
-                                                        page.rect.height * 0.6)).tobytes("png")
+    shot = page.get_pixmap(
+        dpi=200, clip=pymupdf.Rect(0, page.rect.height * 0.1, page.rect.width, page.rect.height * 0.6)
+    ).tobytes("png")
     doc.close()
     assert 150_000 < len(shot) < 2_000_000
     fake.download_chunked = True
     url = fake.add_private_file("warranty.png", shot, "image/png")
     port = closed_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
-    env.update({"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": fake.api_url,
-                "PIXELRAG_INDEX_DIR": str(index), "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": fake.api_url,
+            "PIXELRAG_INDEX_DIR": str(index),
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "slack", "--http", "--port", str(port), cwd=tmp_path, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "slack",
+        "--http",
+        "--port",
+        str(port),
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         ts = "1700077777.000001"
-        event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> what does this say about it?",
-                 "ts": ts, "channel": CHANNEL, "files": [{
-                     "id": "FSHOT", "name": "warranty.png", "mimetype": "image/png", "filetype": "png",
-                     "url_private": url, "url_private_download": url}]}
+        event = {
+            "type": "app_mention",
+            "user": "U1",
+            "text": f"<@{BOT_USER_ID}> what does this say about it?",
+            "ts": ts,
+            "channel": CHANNEL,
+            "files": [
+                {
+                    "id": "FSHOT",
+                    "name": "warranty.png",
+                    "mimetype": "image/png",
+                    "filetype": "png",
+                    "url_private": url,
+                    "url_private_download": url,
+                }
+            ],
+        }
         fake.add_message(CHANNEL, {"ts": ts, "user": "U1", "text": event["text"], "files": event["files"]})
-        raw = json.dumps({"team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "EvSHOT",
-                          "event_time": int(time.time()), "event": event})
+        raw = json.dumps(
+            {
+                "team_id": "T1",
+                "api_app_id": "A1",
+                "type": "event_callback",
+                "event_id": "EvSHOT",
+                "event_time": int(time.time()),
+                "event": event,
+            }
+        )
         target = f"http://127.0.0.1:{port}/slack/events"
         async with aiohttp.ClientSession() as session:
             for _ in range(600):  # until the process listens (it loads the local models first)
                 try:
                     stamp = str(int(time.time()))
-                    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
-                               "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)}
+                    headers = {
+                        "Content-Type": "application/json",
+                        "X-Slack-Request-Timestamp": stamp,
+                        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
+                    }
                     async with session.post(target, data=raw, headers=headers) as response:
                         assert response.status == 200
                         break
@@ -1128,6 +1180,7 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
 
 
 # ----- faults: a bot that dies mid-answer, a Slack that refuses the answer -----------------------------
+
 
 class StuckService(SpyService):
     """Answers never finish: the process 'dies' while working on them."""
@@ -1207,8 +1260,9 @@ async def test_a_redelivery_closes_the_stream_a_dead_process_left_open(make_harn
     await end_the_dead_process(first, fake)
 
 
-async def test_a_redelivery_after_the_answer_was_posted_does_not_post_it_again(make_harness, fake, tmp_path,
-                                                                                monkeypatch):
+async def test_a_redelivery_after_the_answer_was_posted_does_not_post_it_again(
+    make_harness, fake, tmp_path, monkeypatch
+):
     # Before: killed after posting and before the evidence upload, the redelivery posted the whole answer again.
     import asyncio
 
@@ -1269,6 +1323,7 @@ async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slac
 
 # ----- replicas sharing one PostgreSQL -------------------------------------------------------------------
 
+
 async def test_two_replicas_on_one_database_answer_each_event_once(make_harness, fake, tmp_path, database_url):
     import asyncio
 
@@ -1284,8 +1339,11 @@ async def test_two_replicas_on_one_database_answer_each_event_once(make_harness,
     message = {"type": "message", "user": "U1", "text": text, "ts": ts, "channel_type": "channel"}
     # The mention reaches both replicas at once (a retry the load balancer sent to the other one), and
     # the message event that accompanies every mention reaches a replica of its own.
-    await asyncio.gather(a.event(dict(mention), event_id="EvTWO"), b.event(dict(mention), event_id="EvTWO", retry=1),
-                         b.event(dict(message), event_id="EvTWOm"))
+    await asyncio.gather(
+        a.event(dict(mention), event_id="EvTWO"),
+        b.event(dict(mention), event_id="EvTWO", retry=1),
+        b.event(dict(message), event_id="EvTWOm"),
+    )
     await a.bot.drain()
     await b.bot.drain()
     assert len(a.service.turns) + len(b.service.turns) == 1
@@ -1293,14 +1351,16 @@ async def test_two_replicas_on_one_database_answer_each_event_once(make_harness,
     # A follow-up without a mention counts in a thread the bot answered: whichever replica gets it
     # finds that thread in the shared memory, with its history.
     follow_up = b if a.service.turns else a
-    await follow_up.event({"type": "message", "user": "U1", "text": "And its width?", "thread_ts": ts,
-                           "channel_type": "channel"})
+    await follow_up.event(
+        {"type": "message", "user": "U1", "text": "And its width?", "thread_ts": ts, "channel_type": "channel"}
+    )
     await follow_up.bot.drain()
     assert follow_up.service.turns[-1].history[0].question == "What is the X200 weight?"
     assert "320 mm" in fake.thread_text(ts)
 
 
 # ----- feedback ------------------------------------------------------------------------------------------
+
 
 def feedback_values(post: dict) -> dict[str, str]:
     [block] = [b for b in post["blocks"] if b["type"] == "context_actions"]
@@ -1316,8 +1376,12 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     event2, _ = await slack.mention("What is the maximum head of the X200?", thread_ts=event["ts"])
     await slack.bot.drain()
     second = answer_posts(slack.fake, event["ts"])[-1]
-    for value, user in ((values["good"], "U1"), (values["bad"], "U1"), (values["good"], "U2"),
-                        (feedback_values(second)["good"], "U1")):
+    for value, user in (
+        (values["good"], "U1"),
+        (values["bad"], "U1"),
+        (values["good"], "U2"),
+        (feedback_values(second)["good"], "U1"),
+    ):
         response = await slack.click(post["ts"], value, user=user)
         assert response.status == 200
     response = await slack.click(event["ts"], "bad:not-a-turn")
@@ -1347,8 +1411,9 @@ async def test_answers_carry_feedback_buttons_and_ratings_export_as_questions(sl
     load_questions(out)  # the evaluation reads the file as it is; a person adds gold pages and the answer
 
 
-async def test_a_person_over_the_question_limit_is_told_in_the_thread_and_status_shows_usage(make_harness, fake,
-                                                                                              tmp_path):
+async def test_a_person_over_the_question_limit_is_told_in_the_thread_and_status_shows_usage(
+    make_harness, fake, tmp_path
+):
     settings = base_settings(fake, tmp_path).with_(user_questions_per_hour=1)
     slack = await make_harness(settings=settings)
     await slack.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")

@@ -1,6 +1,7 @@
 """Slack's agent view and App Home, offline: signed events through Bolt to the real Service and out to
-the loopback fake (eval/fakes/slack.py), which refuses what Slack refuses (views, thread titles,
+the loopback fake (tests/fakes/slack.py), which refuses what Slack refuses (views, thread titles,
 suggested prompts, their scopes)."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.agent import TITLE_LIMIT, shorten, thread_title
 from core.records import Document
-from eval.fakes.slack import BOT_TOKEN, BOT_USER_ID, MANIFEST, FakeSlack, block_text, manifest_events
-from tests.adapters.test_slack import (CHANNEL, SECRET_PDF, Harness, fake, feedback_values, make_harness,  # noqa: F401
-                              make_pdf, slack)
+from tests.adapters.slack_harness import CHANNEL, SECRET_PDF, Harness, make_pdf
+from tests.adapters.test_slack import feedback_values
+from tests.fakes.slack import BOT_TOKEN, BOT_USER_ID, MANIFEST, FakeSlack, block_text, manifest_events
 
 DM = "D42"
 
@@ -23,11 +24,17 @@ DM = "D42"
 async def open_tab(harness: Harness, tab: str, *, user: str = "U1", team: str = "T1", channel: str = DM):
     """app_home_opened as Slack sends it (the user exists in the workspace)."""
     harness.fake.users.add(user)
-    event = {"type": "app_home_opened", "user": user, "channel": channel, "tab": tab,
-             "event_ts": f"{time.time():.6f}"}
-    body = {"token": "legacy", "team_id": team, "api_app_id": "A1", "type": "event_callback",
-            "event_id": f"EvHome{time.time_ns()}", "event_time": int(time.time()), "event": event,
-            "authorizations": [{"team_id": team, "user_id": BOT_USER_ID, "is_bot": True}]}
+    event = {"type": "app_home_opened", "user": user, "channel": channel, "tab": tab, "event_ts": f"{time.time():.6f}"}
+    body = {
+        "token": "legacy",
+        "team_id": team,
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": f"EvHome{time.time_ns()}",
+        "event_time": int(time.time()),
+        "event": event,
+        "authorizations": [{"team_id": team, "user_id": BOT_USER_ID, "is_bot": True}],
+    }
     response = await harness.dispatch(json.dumps(body), "application/json")
     assert response.status == 200
     await harness.bot.drain()
@@ -38,13 +45,15 @@ def home_text(fake: FakeSlack, user: str = "U1") -> str:
 
 
 async def dm(harness: Harness, text: str, **extra) -> dict:
-    event, _ = await harness.event({"type": "message", "channel_type": "im", "channel": DM, "user": "U1",
-                                    "text": text, **extra})
+    event, _ = await harness.event(
+        {"type": "message", "channel_type": "im", "channel": DM, "user": "U1", "text": text, **extra}
+    )
     await harness.bot.drain()
     return event
 
 
 # ----- the agent view ----------------------------------------------------------------------------------
+
 
 async def test_agent_view_question_is_answered_in_its_thread_titled_after_it(slack: Harness):
     event = await dm(slack, "How long is the X200 warranty?")
@@ -66,8 +75,10 @@ async def test_agent_view_question_is_answered_in_its_thread_titled_after_it(sla
 
 
 async def test_a_long_first_question_gives_a_short_title_cut_at_a_word(slack: Harness):
-    question = ("Could you tell me, for the Aquaflow X200 centrifugal pump that we installed last spring in the "
-                "basement of building seven, what its maximum flow rate is?")
+    question = (
+        "Could you tell me, for the Aquaflow X200 centrifugal pump that we installed last spring in the "
+        "basement of building seven, what its maximum flow rate is?"
+    )
     event = await dm(slack, question)
     title = slack.fake.thread_titles[(DM, event["ts"])]
     assert len(title) <= TITLE_LIMIT and title.endswith("…")
@@ -90,10 +101,12 @@ async def test_channel_questions_get_no_thread_title(slack: Harness):
 
 async def test_opening_the_messages_tab_suggests_prompts_naming_the_documents(slack: Harness):
     await slack.service.real.index_bytes(SECRET_PDF, "q9-manual.pdf", scope="shared")
-    await slack.service.real.index_bytes(make_pdf([["Other workspace secret"]], title="Hidden Plan"),
-                                         "hidden.pdf", scope="slack:T2")
-    await slack.service.real.index_bytes(make_pdf([["Another channel's secret"]], title="Hidden Channel"),
-                                         "channel.pdf", scope="slack:T1/C100")
+    await slack.service.real.index_bytes(
+        make_pdf([["Other workspace secret"]], title="Hidden Plan"), "hidden.pdf", scope="slack:T2"
+    )
+    await slack.service.real.index_bytes(
+        make_pdf([["Another channel's secret"]], title="Hidden Channel"), "channel.pdf", scope="slack:T1/C100"
+    )
     await open_tab(slack, "messages")
     [call] = slack.fake.calls_to("assistant.threads.setSuggestedPrompts")
     assert "thread_ts" not in call.params  # the agent view takes channel-level prompts only
@@ -111,10 +124,12 @@ async def test_without_documents_the_manifest_prompts_stay(make_harness):
 
 # ----- App Home ----------------------------------------------------------------------------------------
 
+
 async def test_home_tab_lists_the_workspace_and_shared_documents_and_how_to_add_more(slack: Harness):
     await slack.service.real.index_bytes(SECRET_PDF, "q9-manual.pdf", scope="shared")
-    await slack.service.real.index_bytes(make_pdf([["Other workspace secret"]], title="Hidden Plan"),
-                                         "hidden.pdf", scope="slack:T2")
+    await slack.service.real.index_bytes(
+        make_pdf([["Other workspace secret"]], title="Hidden Plan"), "hidden.pdf", scope="slack:T2"
+    )
     await open_tab(slack, "home")
     view = slack.fake.home_views["U1"]
     assert view["type"] == "home"
@@ -144,8 +159,9 @@ async def test_home_tab_is_refreshed_when_an_indexing_job_in_its_workspace_ends(
 async def test_a_pdf_sent_in_the_agent_view_is_indexed_in_a_titled_thread_and_the_home_tab_follows(slack: Harness):
     await open_tab(slack, "home", user="UADMIN")
     pdf = slack.image_file("q9.pdf", SECRET_PDF, mimetype="application/pdf")
-    event, _ = await slack.event({"type": "message", "channel_type": "im", "channel": DM, "user": "UADMIN",
-                                  "text": "", "files": [pdf]})
+    event, _ = await slack.event(
+        {"type": "message", "channel_type": "im", "channel": DM, "user": "UADMIN", "text": "", "files": [pdf]}
+    )
     await slack.bot.drain()
     assert slack.fake.thread_titles[(DM, event["ts"])] == "Indexing q9.pdf"
     assert "Indexed q9.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
@@ -155,8 +171,9 @@ async def test_a_pdf_sent_in_the_agent_view_is_indexed_in_a_titled_thread_and_th
 async def test_home_tab_shows_this_workspaces_indexing_in_progress(slack: Harness, monkeypatch):
     building = {"slack:T1": ["big-manual.pdf"], "slack:T2": ["their-secret.pdf"], "shared": ["catalogue.pdf"]}
     # as Service.indexing_now answers for a workspace: its own builds and the shared collection's
-    monkeypatch.setattr(slack.service, "indexing_now", lambda scope=None: building[scope] + building["shared"],
-                        raising=False)
+    monkeypatch.setattr(
+        slack.service, "indexing_now", lambda scope=None: building[scope] + building["shared"], raising=False
+    )
     await open_tab(slack, "home")
     text = home_text(slack.fake)
     assert "Indexing now" in text and "big-manual.pdf" in text and "catalogue.pdf" in text
@@ -164,8 +181,17 @@ async def test_home_tab_shows_this_workspaces_indexing_in_progress(slack: Harnes
 
 
 async def test_home_tab_with_many_documents_stays_within_block_kit_limits(slack: Harness, monkeypatch):
-    many = [Document(f"{i:016x}", f"Manual number {i} " + "with a long title " * 8, f"m{i}.pdf", "0" * 64, i % 90 + 1,
-                     "slack:T1" if i % 2 else "shared") for i in range(600)]
+    many = [
+        Document(
+            f"{i:016x}",
+            f"Manual number {i} " + "with a long title " * 8,
+            f"m{i}.pdf",
+            "0" * 64,
+            i % 90 + 1,
+            "slack:T1" if i % 2 else "shared",
+        )
+        for i in range(600)
+    ]
 
     async def documents(scope):
         return many
@@ -179,6 +205,7 @@ async def test_home_tab_with_many_documents_stays_within_block_kit_limits(slack:
 
 
 # ----- the fake is as strict as Slack --------------------------------------------------------------------
+
 
 @pytest.fixture
 async def client(fake):
@@ -202,10 +229,20 @@ async def test_the_fake_refuses_views_slack_refuses(fake, client):
         ({"user_id": "UNOBODY", "view": ok}, "invalid_arguments"),
         ({"user_id": "U1", "view": {**ok, "type": "modal"}}, "invalid_arguments"),
         ({"user_id": "U1", "view": {"type": "home", "blocks": ok["blocks"] * 101}}, "invalid_blocks"),
-        ({"user_id": "U1", "view": {"type": "home", "blocks": [{"type": "markdown", "text": "**hi**"}]}},
-         "invalid_blocks"),
-        ({"user_id": "U1", "view": {"type": "home", "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2900}}] * 90}}, "view_too_large"),
+        (
+            {"user_id": "U1", "view": {"type": "home", "blocks": [{"type": "markdown", "text": "**hi**"}]}},
+            "invalid_blocks",
+        ),
+        (
+            {
+                "user_id": "U1",
+                "view": {
+                    "type": "home",
+                    "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2900}}] * 90,
+                },
+            },
+            "view_too_large",
+        ),
     ]
     for kwargs, error in cases:
         await refused(fake, client.views_publish(**kwargs), "views.publish", error)
@@ -219,24 +256,55 @@ async def test_the_fake_refuses_assistant_thread_calls_slack_refuses(fake, clien
     await client.assistant_threads_setStatus(channel_id=DM, thread_ts=ts, status="is reading…")
     prompt = {"title": "About X", "message": "What is X?"}
     await client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=[prompt])
-    await refused(fake, client.assistant_threads_setTitle(channel_id=DM, thread_ts="", title="t"),
-                  "assistant.threads.setTitle", "invalid_arguments")
-    await refused(fake, client.assistant_threads_setTitle(channel_id=DM, thread_ts="1.2", title="t"),
-                  "assistant.threads.setTitle", "invalid_thread_ts")
-    await refused(fake, client.assistant_threads_setTitle(channel_id=CHANNEL, thread_ts=ts, title="t"),
-                  "assistant.threads.setTitle", "channel_not_found")
-    await refused(fake, client.assistant_threads_setTitle(channel_id=DM, thread_ts=ts, title=" "),
-                  "assistant.threads.setTitle", "invalid_arguments")
-    await refused(fake, client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=[prompt] * 5),
-                  "assistant.threads.setSuggestedPrompts", "invalid_arguments")
-    await refused(fake, client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=[{"title": "t"}]),
-                  "assistant.threads.setSuggestedPrompts", "invalid_arguments")
+    await refused(
+        fake,
+        client.assistant_threads_setTitle(channel_id=DM, thread_ts="", title="t"),
+        "assistant.threads.setTitle",
+        "invalid_arguments",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setTitle(channel_id=DM, thread_ts="1.2", title="t"),
+        "assistant.threads.setTitle",
+        "invalid_thread_ts",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setTitle(channel_id=CHANNEL, thread_ts=ts, title="t"),
+        "assistant.threads.setTitle",
+        "channel_not_found",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setTitle(channel_id=DM, thread_ts=ts, title=" "),
+        "assistant.threads.setTitle",
+        "invalid_arguments",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=[prompt] * 5),
+        "assistant.threads.setSuggestedPrompts",
+        "invalid_arguments",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=[{"title": "t"}]),
+        "assistant.threads.setSuggestedPrompts",
+        "invalid_arguments",
+    )
     # Under agent_view a thread_ts makes Slack drop the prompts silently; the fake says so.
-    await refused(fake, client.assistant_threads_setSuggestedPrompts(channel_id=DM, thread_ts=ts, prompts=[prompt]),
-                  "assistant.threads.setSuggestedPrompts", "invalid_arguments")
-    await refused(fake, client.assistant_threads_setStatus(channel_id=DM, thread_ts=ts, status="x",
-                                                           loading_messages=["…"] * 11),
-                  "assistant.threads.setStatus", "invalid_arguments")
+    await refused(
+        fake,
+        client.assistant_threads_setSuggestedPrompts(channel_id=DM, thread_ts=ts, prompts=[prompt]),
+        "assistant.threads.setSuggestedPrompts",
+        "invalid_arguments",
+    )
+    await refused(
+        fake,
+        client.assistant_threads_setStatus(channel_id=DM, thread_ts=ts, status="x", loading_messages=["…"] * 11),
+        "assistant.threads.setStatus",
+        "invalid_arguments",
+    )
 
 
 async def test_the_fake_grants_only_the_manifests_scopes_to_assistant_calls():

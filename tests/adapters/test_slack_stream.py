@@ -1,6 +1,7 @@
 """Streamed answers in Slack, offline: the fake Slack's streaming rules through the real slack_sdk,
 answers streamed from the local and the Gemini backend (fake Gemini streaming over SSE), the
 fallback where streaming is refused or breaks, a reader failing mid-answer, and long answers."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,10 +13,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core.records import Answer, Citation, Step, TextDelta
 from core.service import Service
-from eval.fakes.gemini import STREAM, FakeGemini
-from eval.fakes.slack import BOT_TOKEN, FakeSlack
-from tests.adapters.test_slack import (CHANNEL, PUMP_PDF, CannedService, Harness, answer_posts, base_settings,  # noqa: F401
-                              fake, make_harness, slack)
+from tests.adapters.slack_harness import CHANNEL, PUMP_PDF, Harness, answer_posts, base_settings
+from tests.adapters.test_slack import CannedService
+from tests.fakes.gemini import STREAM, FakeGemini
+from tests.fakes.slack import BOT_TOKEN, FakeSlack
 
 REFUSED = "method_not_supported_for_channel_type"
 
@@ -28,11 +29,15 @@ async def test_the_fake_enforces_slacks_streaming_rules():
         task = {"type": "task_update", "id": "search", "title": "Searching 2 documents", "status": "in_progress"}
         for missing in who:
             with pytest.raises(SlackApiError, match=f"missing_{missing}"):
-                await client.chat_startStream(channel=CHANNEL, thread_ts="1.1",
-                                              **{k: v for k, v in who.items() if k != missing})
-        for chunks, error in (([{**task, "status": "done"}], "invalid_chunks"), ([{**task, "title": "t" * 257}], "invalid_chunks"),
-                              ([{"type": "thinking", "text": "x"}], "invalid_chunks"),
-                              ([{"type": "markdown_text", "text": "m" * 12_001}], "msg_too_long")):
+                await client.chat_startStream(
+                    channel=CHANNEL, thread_ts="1.1", **{k: v for k, v in who.items() if k != missing}
+                )
+        for chunks, error in (
+            ([{**task, "status": "done"}], "invalid_chunks"),
+            ([{**task, "title": "t" * 257}], "invalid_chunks"),
+            ([{"type": "thinking", "text": "x"}], "invalid_chunks"),
+            ([{"type": "markdown_text", "text": "m" * 12_001}], "msg_too_long"),
+        ):
             with pytest.raises(SlackApiError, match=error):
                 await client.chat_startStream(channel=CHANNEL, thread_ts="1.1", chunks=chunks, **who)
         ts = (await client.chat_startStream(channel=CHANNEL, thread_ts="1.1", chunks=[task], **who))["ts"]
@@ -50,8 +55,10 @@ async def test_the_fake_enforces_slacks_streaming_rules():
         with pytest.raises(SlackApiError, match="invalid_blocks"):
             await client.chat_stopStream(channel=CHANNEL, ts=ts, blocks=[{"type": "markdown", "text": "x" * 12_001}])
         await client.chat_stopStream(channel=CHANNEL, ts=ts, chunks=[{**task, "status": "complete"}])
-        for call in (client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{"type": "markdown_text", "text": "late"}]),
-                     client.chat_stopStream(channel=CHANNEL, ts=ts)):
+        for call in (
+            client.chat_appendStream(channel=CHANNEL, ts=ts, chunks=[{"type": "markdown_text", "text": "late"}]),
+            client.chat_stopStream(channel=CHANNEL, ts=ts),
+        ):
             with pytest.raises(SlackApiError, match="message_not_in_streaming_state"):
                 await call
         [message] = server.streams("1.1")
@@ -74,9 +81,12 @@ async def test_the_fake_enforces_slacks_streaming_rules():
         # A Slack Connect user belongs to another team than the app's workspace.
         server.user_teams["UEXT"] = "TEXT"
         with pytest.raises(SlackApiError, match="invalid_arguments"):
-            await client.chat_startStream(channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT",
-                                          recipient_team_id="T1")
-        await client.chat_startStream(channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT", recipient_team_id="TEXT")
+            await client.chat_startStream(
+                channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT", recipient_team_id="T1"
+            )
+        await client.chat_startStream(
+            channel=CHANNEL, thread_ts="1.5", recipient_user_id="UEXT", recipient_team_id="TEXT"
+        )
         # Starting (and stopping) streams is Tier 2: a burst beyond 20 gets 429.
         with pytest.raises(SlackApiError) as info:
             for _ in range(25):
@@ -125,10 +135,16 @@ async def gemini_harness(make_harness, fake, tmp_path, gemini: FakeGemini) -> Ha
     return harness
 
 
-TABLE_ANSWER = ("| Model | Weight |\n|---|---|\n| X200 | **14 kg** |\n\n"
-                "The pump weighs 14 kg without water; `X200` is its model code.\n\n- dry weight\n- no water")
-TABLE_REPLY = {"answer": TABLE_ANSWER, "topic": "other", "limitations": [],
-               "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}]}
+TABLE_ANSWER = (
+    "| Model | Weight |\n|---|---|\n| X200 | **14 kg** |\n\n"
+    "The pump weighs 14 kg without water; `X200` is its model code.\n\n- dry weight\n- no water"
+)
+TABLE_REPLY = {
+    "answer": TABLE_ANSWER,
+    "topic": "other",
+    "limitations": [],
+    "citations": [{"page_ref": "P1", "quote": "Weight: 14 kg without water."}],
+}
 
 
 async def test_a_gemini_answer_appears_in_slack_while_it_is_written(make_harness, fake, tmp_path):
@@ -138,8 +154,9 @@ async def test_a_gemini_answer_appears_in_slack_while_it_is_written(make_harness
         gemini.chunk_chars, gemini.hold = 30, asyncio.Event()
         event, _ = await harness.mention("What is the X200 weight?")
         # The first piece of the answer is in the thread while Gemini is still writing the rest.
-        [message] = await fake.wait_for(lambda: [m for m in fake.streams(event["ts"])
-                                                 if m["stream"]["markdown"].startswith("| Model")])
+        [message] = await fake.wait_for(
+            lambda: [m for m in fake.streams(event["ts"]) if m["stream"]["markdown"].startswith("| Model")]
+        )
         stream = message["stream"]
         assert stream["state"] == "streaming" and gemini.chunks_sent == 1
         assert stream["tasks"]["search"]["status"] == "complete" and stream["tasks"]["read"]["status"] == "in_progress"
@@ -196,7 +213,7 @@ class StreamingCanned(CannedService):
         events(Step("read", "Reading p. 1 of manual.pdf"))
         text = self.canned.markdown
         for i in range(0, len(text), 700):
-            events(TextDelta(text[i:i + 700]))
+            events(TextDelta(text[i : i + 700]))
             await asyncio.sleep(0)  # the reader yields between pieces, as a network read does
         events(Step("read", "Reading p. 1 of manual.pdf", "complete"))
         self.answers.append(self.canned)
@@ -262,8 +279,10 @@ async def test_a_stream_that_expires_midway_is_followed_by_the_whole_answer(slac
         event, _ = await slack.mention("What is the X200 weight?")
         await slack.bot.drain()
     # Its first append was refused; the bot tried to close it with a pointer and posted the answer.
-    slack.fake.expected_refusals += [("chat.appendStream", "message_not_in_streaming_state"),
-                                     ("chat.stopStream", "message_not_in_streaming_state")]
+    slack.fake.expected_refusals += [
+        ("chat.appendStream", "message_not_in_streaming_state"),
+        ("chat.stopStream", "message_not_in_streaming_state"),
+    ]
     assert "broke off (message_not_in_streaming_state)" in caplog.text
     [post] = answer_posts(slack.fake, event["ts"])
     assert "14 kg" in post["blocks"][0]["text"] and post["blocks"][-1]["type"] == "context_actions"
@@ -283,8 +302,10 @@ async def test_an_answer_the_person_stops_posts_nothing_more(make_harness, fake,
         await harness.bot.drain()
     assert message["stream"]["state"] == "stopped_by_user"
     assert not fake.posts(event["ts"]) and not fake.calls_to("files.completeUploadExternal")
-    assert ("chat.stopStream", "stopped_by_user") in fake.refused or \
-        ("chat.appendStream", "stopped_by_user") in fake.refused
+    assert ("chat.stopStream", "stopped_by_user") in fake.refused or (
+        "chat.appendStream",
+        "stopped_by_user",
+    ) in fake.refused
     fake.expected_refusals[:] = fake.refused  # Slack refused what came after Stop; nothing else
 
 

@@ -1,11 +1,12 @@
 """Abbreviations and their written-out forms find each other, in search and in the missing-word check."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from core.records import Turn
-from core.ranking.bm25 import LexicalIndex
 from core.language.tokens import content_tokens
+from core.ranking.bm25 import LexicalIndex
+from core.records import Turn
 from tests.conftest import text_pdf
 
 
@@ -28,8 +29,10 @@ def test_every_written_out_form_counts_where_it_stands():
 
 
 def test_a_question_in_words_finds_the_page_that_abbreviates():
-    pages = ["Board features: the board is used in many printers, board layout and board size.",
-             "Parameters: MCU: ARM Cortex-M3 STM32F103RCT6. Layers: 4."]
+    pages = [
+        "Board features: the board is used in many printers, board layout and board size.",
+        "Parameters: MCU: ARM Cortex-M3 STM32F103RCT6. Layers: 4.",
+    ]
     index = LexicalIndex(pages)
     scores = index.scores("Which microcontroller is used on the board?")
     assert scores[1] > 0
@@ -44,12 +47,15 @@ def test_a_question_in_words_finds_the_page_that_abbreviates():
 async def test_microcontroller_question_finds_the_mcu_line(settings, tmp_path):
     from core.service import Service
 
-    pdf = text_pdf(tmp_path / "zephyr.pdf", [
-        "Zephyr Z1 introduction. The Zephyr Z1 is a control board for 3D printers with a quiet stepper "
-        "driver on each axis.",
-        "Zephyr Z1 parameters. Size: 100 x 70 mm. MCU: ARM Cortex-M3 STM32F103RCT6. Input: 12-24 V.",
-        "Zephyr Z1 wiring. Connect the fan to FAN0 and the heater to HE0 on the Zephyr Z1.",
-    ])
+    pdf = text_pdf(
+        tmp_path / "zephyr.pdf",
+        [
+            "Zephyr Z1 introduction. The Zephyr Z1 is a control board for 3D printers with a quiet stepper "
+            "driver on each axis.",
+            "Zephyr Z1 parameters. Size: 100 x 70 mm. MCU: ARM Cortex-M3 STM32F103RCT6. Input: 12-24 V.",
+            "Zephyr Z1 wiring. Connect the fan to FAN0 and the heater to HE0 on the Zephyr Z1.",
+        ],
+    )
     service = Service(settings)
     await service.index([str(pdf)])
     answer = await service.answer(Turn("Which microcontroller does the Zephyr Z1 have?"))

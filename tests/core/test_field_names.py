@@ -1,4 +1,5 @@
 """Field names across languages: found in a question, and a page's language told by its function words."""
+
 from __future__ import annotations
 
 from core.language.field_names import field_names_in, language_of, name_in
@@ -9,14 +10,14 @@ def concepts(text: str) -> list[int]:
 
 
 def test_field_names_are_found_in_every_language_and_inflected():
-    (voltage, terms), = field_names_in("Welche Spannungen sind erlaubt?")  # inflected: "Spannungen"
+    ((voltage, terms),) = field_names_in("Welche Spannungen sind erlaubt?")  # inflected: "Spannungen"
     assert terms == {"spannu"} and name_in(voltage, "en") == {"voltag"} and name_in(voltage, "pl") == {"napiec"}
     assert voltage in concepts("What is the rated voltage?") and concepts("Jakie jest napięcie?") == [voltage]
     assert concepts("Is the dragon green?") == []
 
 
 def test_a_name_of_two_words_is_one_field():
-    (supply, terms), = field_names_in("Which power supply do I need?")  # not also a "supply"
+    ((supply, terms),) = field_names_in("Which power supply do I need?")  # not also a "supply"
     assert {"power", "supply"} <= terms and name_in(supply, "de") == {"netzte"}
 
 

@@ -1,8 +1,8 @@
 """The Gemini backend with the real google-genai client against the loopback fake (no network)."""
+
 from __future__ import annotations
 
 import asyncio
-
 import base64
 import io
 import math
@@ -12,13 +12,13 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from core.errors import BadInput, RemoteError
 from core.backends.gemini import gemini_backend
 from core.backends.gemini.context import history_text
 from core.backends.gemini.embedder import batches
 from core.backends.gemini.reader import UNKNOWN_DOC, box_from_2d
+from core.errors import BadInput, RemoteError
 from core.records import Exchange, Hit, Page, PageInput, QueryImage, ReaderPage, Word
-from eval.fakes.gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
+from tests.fakes.gemini import EMBED, GENERATE, FakeGemini, Hang, Raw, decode_b64, embed_content, pick
 
 DIM = 128  # the smallest outputDimensionality the API accepts
 
@@ -60,25 +60,37 @@ def backend(make_backend):
 def pages(n: int, title: str = "Pump manual", size: int = 0) -> list[PageInput]:
     box = (0.1, 0.1, 0.2, 0.12)
     return [
-        PageInput(Page("doc1", i, f"hash{i}", 595, 842, (Word("section", box, 0), Word(f"s{i}x", box, 0))),
-                  image_bytes(i, size=size), title)
+        PageInput(
+            Page("doc1", i, f"hash{i}", 595, 842, (Word("section", box, 0), Word(f"s{i}x", box, 0))),
+            image_bytes(i, size=size),
+            title,
+        )
         for i in range(1, n + 1)
     ]
 
 
 def reader_pages(n: int) -> list[ReaderPage]:
     return [
-        ReaderPage(Hit(f"doc{i}", f"Manual {i}", i + 10, 0.5, f"/tmp/p{i}.jpg"), Page(f"doc{i}", i + 10, "h", 595, 842), image_bytes(i))
+        ReaderPage(
+            Hit(f"doc{i}", f"Manual {i}", i + 10, 0.5, f"/tmp/p{i}.jpg"),
+            Page(f"doc{i}", i + 10, "h", 595, 842),
+            image_bytes(i),
+        )
         for i in range(1, n + 1)
     ]
 
 
 def page_content(p: PageInput) -> dict:
-    return {"parts": [{"inlineData": {"data": base64.b64encode(p.jpeg).decode(), "mimeType": "image/jpeg"}},
-                      {"text": f"title: {p.title} | text: {p.page.text}"}]}
+    return {
+        "parts": [
+            {"inlineData": {"data": base64.b64encode(p.jpeg).decode(), "mimeType": "image/jpeg"}},
+            {"text": f"title: {p.title} | text: {p.page.text}"},
+        ]
+    }
 
 
 # -- embeddings ---------------------------------------------------------------------------------
+
 
 async def test_pages_are_embedded_one_content_each_in_batches_and_in_order(fake, backend):
     inputs = pages(14)
@@ -158,6 +170,7 @@ async def test_wrong_count_or_dimension_is_a_remote_error(fake, backend):
 
 # -- retries and timeouts -----------------------------------------------------------------------
 
+
 async def test_429_then_success_is_retried(fake, backend):
     from prometheus_client import REGISTRY
 
@@ -178,7 +191,9 @@ async def test_persistent_500_gives_a_clear_error_after_all_attempts(fake, backe
     with pytest.raises(RemoteError) as caught:
         await backend.embedder.embed_pages(pages(3), lambda n: None)
     assert fake.requests[EMBED] == 3
-    assert str(caught.value).startswith("Gemini kept answering 500 (server error) during page embedding after 3 attempts")
+    assert str(caught.value).startswith(
+        "Gemini kept answering 500 (server error) during page embedding after 3 attempts"
+    )
 
 
 async def test_persistent_429_message_names_rate_limiting(fake, backend):
@@ -211,19 +226,22 @@ async def test_hanging_server_gives_a_timeout_error(fake, make_backend):
 
 # -- reader -------------------------------------------------------------------------------------
 
+
 async def test_reader_parses_json_into_a_draft_with_boxes(fake, backend):
-    fake.replies.append({
-        "answer": "**Warranty:** 2 years.",
-        "citations": [
-            {"page_ref": "P2", "quote": "2 years warranty", "box_2d": [100, 200, 300, 400]},
-            {"page_ref": "p1", "quote": "inverted", "box_2d": [300, 400, 100, 200]},
-            {"page_ref": "P1", "quote": "out of range", "box_2d": [0, 0, 1200, 10]},
-            {"page_ref": "P3", "quote": "no box"},
-            {"page_ref": "P7", "quote": "not attached"},
-        ],
-        "limitations": ["The price is not stated.", ""],
-        "topic": "warranty",
-    })
+    fake.replies.append(
+        {
+            "answer": "**Warranty:** 2 years.",
+            "citations": [
+                {"page_ref": "P2", "quote": "2 years warranty", "box_2d": [100, 200, 300, 400]},
+                {"page_ref": "p1", "quote": "inverted", "box_2d": [300, 400, 100, 200]},
+                {"page_ref": "P1", "quote": "out of range", "box_2d": [0, 0, 1200, 10]},
+                {"page_ref": "P3", "quote": "no box"},
+                {"page_ref": "P7", "quote": "not attached"},
+            ],
+            "limitations": ["The price is not stated.", ""],
+            "topic": "warranty",
+        }
+    )
     draft = await backend.reader.read("How long is the warranty?", reader_pages(3), [])
 
     assert draft.markdown == "**Warranty:** 2 years."
@@ -254,7 +272,11 @@ async def test_reader_request_labels_at_most_four_pages_and_adds_screenshots(fak
     assert "temperature" not in config and pick(config["thinkingConfig"], "thinkingLevel", "thinking_level") == "LOW"
     assert config["responseMimeType"] == "application/json"
     assert config["responseJsonSchema"]["properties"]["citations"]["items"]["properties"]["page_ref"]["enum"] == [
-        "P1", "P2", "P3", "P4"]
+        "P1",
+        "P2",
+        "P3",
+        "P4",
+    ]
     assert "never guess" in body["systemInstruction"]["parts"][0]["text"].lower()
 
 
@@ -275,21 +297,25 @@ async def test_blocked_prompt_is_a_remote_error(fake, backend):
         await backend.reader.read("q", reader_pages(1), [])
 
 
-@pytest.mark.parametrize("raw, box", [
-    ([0, 0, 1000, 1000], (0.0, 0.0, 1.0, 1.0)),
-    ([500, 250, 100, 750], (0.25, 0.1, 0.75, 0.5)),
-    ([10, 10, 10, 20], None),  # no height
-    ([-1, 0, 10, 10], None),
-    ([1, 2, 3], None),
-    ("0,0,1,1", None),
-    ([True, 0, 10, 10], None),
-])
+@pytest.mark.parametrize(
+    "raw, box",
+    [
+        ([0, 0, 1000, 1000], (0.0, 0.0, 1.0, 1.0)),
+        ([500, 250, 100, 750], (0.25, 0.1, 0.75, 0.5)),
+        ([10, 10, 10, 20], None),  # no height
+        ([-1, 0, 10, 10], None),
+        ([1, 2, 3], None),
+        ("0,0,1,1", None),
+        ([True, 0, 10, 10], None),
+    ],
+)
 def test_box_from_2d(raw, box):
     got = box_from_2d(raw)
     assert got == (pytest.approx(box) if box else None)
 
 
 # -- context resolver ---------------------------------------------------------------------------
+
 
 def exchanges(n: int, answer_len: int = 20) -> list[Exchange]:
     return [Exchange(f"question {i}?", f"answer{i} " + "x" * answer_len) for i in range(1, n + 1)]
@@ -302,8 +328,13 @@ async def test_no_history_makes_no_call(fake, backend):
 
 
 async def test_history_gives_one_call_and_a_standalone_question(fake, backend):
-    fake.replies.append({"standalone_question": "What is the width of the X200?", "needs_clarification": False,
-                         "clarifying_question": ""})
+    fake.replies.append(
+        {
+            "standalone_question": "What is the width of the X200?",
+            "needs_clarification": False,
+            "clarifying_question": "",
+        }
+    )
     resolution = await backend.resolver.resolve("and its width?", exchanges(2))
     assert resolution.question == "What is the width of the X200?" and resolution.clarify is None
     assert fake.requests[GENERATE] == 1
@@ -314,8 +345,13 @@ async def test_history_gives_one_call_and_a_standalone_question(fake, backend):
 
 
 async def test_ambiguous_reference_asks_back(fake, backend):
-    fake.replies.append({"standalone_question": "", "needs_clarification": True,
-                         "clarifying_question": "Which model do you mean, X200 or X300?"})
+    fake.replies.append(
+        {
+            "standalone_question": "",
+            "needs_clarification": True,
+            "clarifying_question": "Which model do you mean, X200 or X300?",
+        }
+    )
     resolution = await backend.resolver.resolve("and its width?", exchanges(1))
     assert resolution.question == "and its width?"
     assert resolution.clarify == "Which model do you mean, X200 or X300?"
@@ -357,6 +393,7 @@ def test_missing_key_is_refused():
 
 
 # -- what the strict fake revealed ----------------------------------------------------------------
+
 
 async def test_rate_limits_wait_as_long_as_retry_info_asks_capped(fake, make_backend):
     b = make_backend(retry_attempts=3)
@@ -405,8 +442,9 @@ async def test_the_fake_refuses_what_the_api_refuses(fake, make_backend):
     png = types.Part.from_bytes(data=image_bytes(1, "PNG"), mime_type="image/png")
     cases = {
         "At most 6 images": [content(*[png] * 7)],
-        "Unsupported MIME type: image/webp": [content(types.Part.from_bytes(data=image_bytes(1, "WEBP"),
-                                                                            mime_type="image/webp"))],
+        "Unsupported MIME type: image/webp": [
+            content(types.Part.from_bytes(data=image_bytes(1, "WEBP"), mime_type="image/webp"))
+        ],
         "not image/png": [content(types.Part.from_bytes(data=image_bytes(1, "JPEG"), mime_type="image/png"))],
         "at most 100 requests": [content(types.Part.from_text(text="x"))] * 101,
         "payload size exceeds the limit: 4194304": [content(types.Part.from_text(text="x" * (5 << 20)))],
@@ -415,16 +453,28 @@ async def test_the_fake_refuses_what_the_api_refuses(fake, make_backend):
 
     for message, contents in cases.items():
         with pytest.raises(errors.ClientError, match=message):
-            await client.embed_content(model="gemini-embedding-2", contents=contents,
-                                       config=types.EmbedContentConfig(output_dimensionality=DIM))
+            await client.embed_content(
+                model="gemini-embedding-2",
+                contents=contents,
+                config=types.EmbedContentConfig(output_dimensionality=DIM),
+            )
     with pytest.raises(errors.ClientError, match="between 128 and 3072"):
-        await client.embed_content(model="gemini-embedding-2", contents=[content(png)],
-                                   config=types.EmbedContentConfig(output_dimensionality=64))
+        await client.embed_content(
+            model="gemini-embedding-2",
+            contents=[content(png)],
+            config=types.EmbedContentConfig(output_dimensionality=64),
+        )
     with pytest.raises(errors.ClientError, match="thinking_budget is not supported"):
-        await client.generate_content(model="gemini-3.5-flash", contents="hi", config=types.GenerateContentConfig(
-            thinking_config=types.ThinkingConfig(thinking_budget=128)))
+        await client.generate_content(
+            model="gemini-3.5-flash",
+            contents="hi",
+            config=types.GenerateContentConfig(thinking_config=types.ThinkingConfig(thinking_budget=128)),
+        )
     fake.fail_always = 429
     with pytest.raises(errors.ClientError) as info:
-        await client.embed_content(model="gemini-embedding-2", contents=[content(png)],
-                                   config=types.EmbedContentConfig(output_dimensionality=DIM))
+        await client.embed_content(
+            model="gemini-embedding-2",
+            contents=[content(png)],
+            config=types.EmbedContentConfig(output_dimensionality=DIM),
+        )
     assert info.value.code == 429 and "RetryInfo" in str(info.value.details)

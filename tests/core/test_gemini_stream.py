@@ -1,5 +1,6 @@
 """The Gemini reader streaming through google-genai against the fake's streamGenerateContent: the
 answer field decoded as the JSON arrives, retries only while nothing was shown."""
+
 from __future__ import annotations
 
 import io
@@ -14,7 +15,7 @@ from core.backends.gemini.partial import StreamedString
 from core.errors import RemoteError
 from core.markup import inert
 from core.records import Hit, Page, ReaderPage
-from eval.fakes.gemini import GENERATE, STREAM, FakeGemini
+from tests.fakes.gemini import GENERATE, STREAM, FakeGemini
 
 ANSWER = 'The **X200** weighs 14 kg ("dry").\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nÜber 😀 \\ done'
 
@@ -27,7 +28,7 @@ def test_the_answer_field_is_decoded_however_the_json_is_cut():
             field, got, i = StreamedString("answer"), "", 0
             while i < len(text):
                 n = rng.randint(1, 8)
-                got += field.feed(text[i:i + n])
+                got += field.feed(text[i : i + n])
                 i += n
             assert got == ANSWER and field.done
 
@@ -42,8 +43,12 @@ async def test_a_failure_before_the_first_words_is_retried_and_one_after_them_is
     async with FakeGemini() as fake:
         backend = gemini_backend(fake.settings(embedding_dim=256, retry_attempts=3, retry_initial_delay_s=0.01))
         try:
-            reply = {"answer": ANSWER, "citations": [{"page_ref": "P1", "quote": "14 kg"}], "limitations": [],
-                     "topic": "other"}
+            reply = {
+                "answer": ANSWER,
+                "citations": [{"page_ref": "P1", "quote": "14 kg"}],
+                "limitations": [],
+                "topic": "other",
+            }
             fake.chunk_chars = 16
             fake.script(STREAM, 503)
             fake.replies.append(reply)

@@ -1,6 +1,7 @@
 """The TypeSafe Jev page selector (issue 13) through the real typesafe-sdk client against the loopback
-fake (eval/fakes/typesafe.py): off by default, one bounded request, stable selection, every fallback,
+fake (tests/fakes/typesafe.py): off by default, one bounded request, stable selection, every fallback,
 the topic label in Slack and Discord, reader instructions, and `pixelrag eval --compare-jev`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,22 +10,22 @@ import json
 import shutil
 from pathlib import Path
 
-import discord
 import httpx
 import pytest
 from PIL import Image
 
 from bot.cli import _settings, build_parser, main
-from bot.discord.render import TOPIC_COLOURS, render_answer as discord_render
+from bot.discord.render import TOPIC_COLOURS
+from bot.discord.render import render_answer as discord_render
 from bot.slack.render import render_answer as slack_render
 from core.config import Settings, load_settings
 from core.errors import BadInput
-from core.jev.thumbnails import MAX_SIDE, MIN_SIDE, thumbnail
 from core.jev.decisions import CONFIDENT, confident_choice, guidance, select
+from core.jev.thumbnails import MAX_SIDE, MIN_SIDE, thumbnail
 from core.records import QueryImage, Turn
 from core.service import Service
-from eval.fakes.typesafe import API_KEY, IMAGES_HEADER, FakeTypeSafe, Hang
 from tests.conftest import text_pdf
+from tests.fakes.typesafe import API_KEY, IMAGES_HEADER, FakeTypeSafe, Hang
 
 PAGES = [
     "HydroFlow HF-300 overview: a compact circulation pump for heating circuits.",
@@ -122,7 +123,14 @@ async def test_one_request_eight_image_questions_and_the_two_choices(base, fake)
     assert list(questions) == nouls + ["topic", "task"]
     assert all(questions[n]["type"] == "noul" and len(got.question_images[n]) == 1 for n in nouls)
     assert questions["topic"]["type"] == "choice" and questions["task"]["type"] == "choice"
-    assert list(questions["topic"]["criteria"]) == ["warranty", "complaint", "service", "instructions", "price", "other"]
+    assert list(questions["topic"]["criteria"]) == [
+        "warranty",
+        "complaint",
+        "service",
+        "instructions",
+        "price",
+        "other",
+    ]
     assert list(questions["task"]["criteria"]) == ["explain", "find_document", "procedure", "compare", "other"]
     assert got.question_images["topic"] == got.question_images["task"] == []
     # each candidate's own page, in the dense order, as a baseline JPEG within 1024 px
@@ -140,8 +148,9 @@ async def test_one_request_eight_image_questions_and_the_two_choices(base, fake)
 async def test_a_screenshot_is_shared_state_not_a_page_question(base, fake):
     shot = io.BytesIO()
     Image.new("RGB", (40, 30), "white").save(shot, "PNG")  # smaller than Jev's minimum: padded
-    await Service(fake.settings(base)).answer(Turn(QUESTION, (QueryImage(shot.getvalue(), "image/png"),)),
-                                              retrieve_only=True)
+    await Service(fake.settings(base)).answer(
+        Turn(QUESTION, (QueryImage(shot.getvalue(), "image/png"),)), retrieve_only=True
+    )
     got = fake.received[0]
     assert len(got.state_images) == 1 and all(len(got.question_images[f"page_{n}"]) == 1 for n in range(1, 9))
     assert min(Image.open(io.BytesIO(got.state_images[0])).size) >= MIN_SIDE
@@ -164,7 +173,10 @@ def test_selection_is_stable_probability_then_dense_rank():
 
 def test_choices_count_only_when_confident_and_well_formed():
     labels = ("warranty", "other")
-    assert confident_choice({"type": "choice", "choice": "warranty", "confidence": CONFIDENT}, labels) == ("warranty", 0.65)
+    assert confident_choice({"type": "choice", "choice": "warranty", "confidence": CONFIDENT}, labels) == (
+        "warranty",
+        0.65,
+    )
     assert confident_choice({"type": "choice", "choice": "warranty", "confidence": 0.64}, labels) == (None, 0.64)
     assert confident_choice({"type": "choice", "choice": "recipes", "confidence": 0.9}, labels) == (None, None)
     assert confident_choice({"type": "choice", "choice": "warranty", "confidence": "high"}, labels) == (None, None)
@@ -245,13 +257,19 @@ async def test_a_malformed_response_falls_back(base, fake):
 async def test_bad_topic_or_task_leaves_the_answer_unlabelled_and_keeps_the_page_scores(base, fake):
     fake.default_score = 0.2
     fake.scores = {(TITLE, 10): 0.9}
-    fake.mangle = lambda a: {**a, "topic": {"type": "choice", "choice": "recipes", "confidence": 0.99},
-                             "task": {"type": "choice", "choice": "procedure", "confidence": 0.5}}
+    fake.mangle = lambda a: {
+        **a,
+        "topic": {"type": "choice", "choice": "recipes", "confidence": 0.99},
+        "task": {"type": "choice", "choice": "procedure", "confidence": 0.5},
+    }
     answer = await Service(fake.settings(base)).answer(Turn(QUESTION))
     assert answer.selector.selected and answer.hits[0].page == 10
     assert answer.topic_label is None and answer.selector.task is None and answer.selector.task_confidence == 0.5
-    assert not any("Topic" in b.get("elements", [{}])[0].get("text", "") for b in slack_render(answer)[0]["blocks"]
-                   if b["type"] == "context")
+    assert not any(
+        "Topic" in b.get("elements", [{}])[0].get("text", "")
+        for b in slack_render(answer)[0]["blocks"]
+        if b["type"] == "context"
+    )
 
 
 # --- topic and task --------------------------------------------------------------------------------
@@ -261,7 +279,10 @@ async def test_a_confident_topic_labels_and_tints_even_an_unanswered_question(ba
     assert answer.topic == answer.topic_label == "warranty" and answer.selector.topic_confidence == 0.9
     assert answer.to_json()["selector"]["topic"] == "warranty"
     slack = slack_render(answer)[0]["blocks"]
-    assert slack[0] == {"type": "context", "elements": [{"type": "mrkdwn", "text": ":large_blue_circle: Topic: *warranty*"}]}
+    assert slack[0] == {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": ":large_blue_circle: Topic: *warranty*"}],
+    }
     messages = discord_render(answer)
     assert messages[0].content.startswith("-# 🏷️ Topic: **warranty**")
     embeds = [e for m in messages for e in m.embeds]
@@ -290,7 +311,7 @@ async def test_a_confident_task_gives_the_reader_its_instructions(base, fake):
 async def test_the_gemini_reader_puts_the_instructions_in_its_prompt():
     from core.backends.gemini.calls import GeminiCalls
     from core.backends.gemini.reader import GeminiReader
-    from eval.fakes.gemini import FakeGemini
+    from tests.fakes.gemini import FakeGemini
 
     async with FakeGemini() as gemini:
         reader = GeminiReader(GeminiCalls(gemini.settings()))
@@ -309,10 +330,16 @@ async def test_the_fake_refuses_what_the_service_refuses(fake):
     tiny = io.BytesIO()
     Image.new("RGB", (8, 8)).save(tiny, "JPEG")
 
-    async def ask(key=API_KEY, model="jev-1.14.0", image=jpeg.getvalue(), header=True):
+    picture = jpeg.getvalue()
+
+    async def ask(key=API_KEY, model="jev-1.14.0", image=picture, header=True):
         async with ts.AsyncTypeSafeClient(api_key=key, base_url=fake.url, retry=ts.RetryPolicy(max_retries=0)) as c:
-            return await c.system_one({"q": "x"}, {"p": ts.Noul(instructions={"t": "?", "i": ts.Image(image)})},
-                                      model=model, extra_headers={IMAGES_HEADER: "true"} if header else None)
+            return await c.system_one(
+                {"q": "x"},
+                {"p": ts.Noul(instructions={"t": "?", "i": ts.Image(image)})},
+                model=model,
+                extra_headers={IMAGES_HEADER: "true"} if header else None,
+            )
 
     assert (await ask()).nouls["p"].noul == 0.5
     with pytest.raises(ts.TypeSafeAuthenticationError):
@@ -332,10 +359,19 @@ async def test_the_fake_refuses_what_the_service_refuses(fake):
             ({"model": "jev-1.14.0", "state": "x", "questions": {"c": {"type": "choice", "criteria": {}}}}, "criteria"),
             ({"model": "jev-1.14.0", "state": "x", "questions": {"n": {"type": "noul"}}}, "instructions"),
             ({"model": "jev-1.14.0", "questions": {"n": {"type": "noul", "instructions": "?"}}}, "Field required"),
-            ({"model": "jev-1.14.0", "state": ref, "questions": {"n": {"type": "noul", "instructions": "?"}}},
-             "referenced but not among the assets"),
-            ({"model": "jev-1.14.0", "state": ref, "questions": {"n": {"type": "noul", "instructions": "?"}},
-              "assets": {ref: {"type": "image", "part": "asset-0"}}}, "does not have"),
+            (
+                {"model": "jev-1.14.0", "state": ref, "questions": {"n": {"type": "noul", "instructions": "?"}}},
+                "referenced but not among the assets",
+            ),
+            (
+                {
+                    "model": "jev-1.14.0",
+                    "state": ref,
+                    "questions": {"n": {"type": "noul", "instructions": "?"}},
+                    "assets": {ref: {"type": "image", "part": "asset-0"}},
+                },
+                "does not have",
+            ),
         ):
             r = await raw.post("/v1/systemone", json=body, headers=headers)
             assert r.status_code == 422 and words in r.text, (body, r.text)
@@ -344,8 +380,18 @@ async def test_the_fake_refuses_what_the_service_refuses(fake):
 
 # --- evaluation ------------------------------------------------------------------------------------
 def write_questions(path: Path) -> Path:
-    rows = [{"id": "q1", "question": "How long is the HydroFlow HF-300 pump warranty?", "gold": [{"file": "catalog.pdf", "page": 2}]},
-            {"id": "q2", "question": "What does the HydroFlow HF-300 pump cost?", "gold": [{"file": "catalog.pdf", "page": 6}]}]
+    rows = [
+        {
+            "id": "q1",
+            "question": "How long is the HydroFlow HF-300 pump warranty?",
+            "gold": [{"file": "catalog.pdf", "page": 2}],
+        },
+        {
+            "id": "q2",
+            "question": "What does the HydroFlow HF-300 pump cost?",
+            "gold": [{"file": "catalog.pdf", "page": 6}],
+        },
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path
 
@@ -376,8 +422,20 @@ async def test_compare_jev_on_the_command_line_exits_1_after_a_fallback(base, co
         monkeypatch.setenv(name, value)
     fake.script(400)  # the first question's request is refused: that question keeps the dense ranking
     out = tmp_path / "report.json"
-    args = ["eval", str(write_questions(tmp_path / "q.jsonl")), "--corpus", str(corpus), "--index",
-            str(base.index_dir), "--retrieve-only", "--variants", "", "--compare-jev", "--json", str(out)]
+    args = [
+        "eval",
+        str(write_questions(tmp_path / "q.jsonl")),
+        "--corpus",
+        str(corpus),
+        "--index",
+        str(base.index_dir),
+        "--retrieve-only",
+        "--variants",
+        "",
+        "--compare-jev",
+        "--json",
+        str(out),
+    ]
     assert await asyncio.to_thread(main, args) == 1
     jev = json.loads(out.read_text())["jev"]  # written before the non-zero exit
     assert jev["fallbacks"] == 1 and "400" in jev["fallback_reasons"]["q1"] and jev["n"] == 2

@@ -1,5 +1,6 @@
 """OCR: real rapidocr on rendered images (screenshots, the ink a text layer leaves), and the
 stray-glyph filter."""
+
 from __future__ import annotations
 
 import io

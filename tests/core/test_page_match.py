@@ -1,4 +1,5 @@
 """Telling which page a screenshot was cut from by its pixels (core/page_match.py)."""
+
 from __future__ import annotations
 
 import io
@@ -17,7 +18,9 @@ def page(seed: int, shapes: int = 60) -> Image.Image:
     for _ in range(shapes):
         x, y = rng.integers(0, 820), rng.integers(0, 1190)
         w, h = rng.integers(20, 80), rng.integers(20, 80)
-        draw.rectangle((x, y, x + w, y + h), outline="black", width=3, fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+        draw.rectangle(
+            (x, y, x + w, y + h), outline="black", width=3, fill=tuple(int(c) for c in rng.integers(0, 255, 3))
+        )
         draw.line((x, y, x + int(rng.integers(-60, 60)), y + int(rng.integers(-60, 60))), fill="black", width=2)
     return image
 

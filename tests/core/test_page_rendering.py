@@ -1,4 +1,5 @@
 """Pages drawn in worker processes are the pages drawn in this process, in page order."""
+
 from __future__ import annotations
 
 from concurrent.futures import wait
@@ -31,7 +32,9 @@ async def test_worker_processes_draw_the_same_pages_in_order_as_this_process():
         assert isinstance(pages, WorkerPages) == (workers == 2)
         wait(renderer._started)  # until they are up, steps are drawn in this process
         try:
-            drawn[workers] = [p for start in range(0, total, 8) for p in await pages.render(range(start, min(total, start + 8)))]
+            drawn[workers] = [
+                p for start in range(0, total, 8) for p in await pages.render(range(start, min(total, start + 8)))
+            ]
         finally:
             pages.close()
             renderer.close()

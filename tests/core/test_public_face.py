@@ -1,5 +1,6 @@
 """The seam between the core and its adapters: bot/ imports `core` (its __init__) and nothing under it,
 and `core.__all__` is sorted and lists exactly the names bot/ imports, so the face cannot grow stale."""
+
 from __future__ import annotations
 
 import ast
@@ -54,8 +55,12 @@ def test_the_face_is_sorted_and_lists_exactly_what_adapters_use():
 
 def test_the_checks_find_what_they_are_for(tmp_path):
     (tmp_path / "bot").mkdir()
-    (tmp_path / "bot" / "x.py").write_text("import core.records\nfrom core.errors import plural\n"
-                                           "from core import scopes, Service\n")
-    assert behind_the_face(tmp_path) == ["bot/x.py:1 imports core.records", "bot/x.py:2 imports core.errors",
-                                         "bot/x.py:3 imports the module core.scopes"]
+    (tmp_path / "bot" / "x.py").write_text(
+        "import core.records\nfrom core.errors import plural\nfrom core import scopes, Service\n"
+    )
+    assert behind_the_face(tmp_path) == [
+        "bot/x.py:1 imports core.records",
+        "bot/x.py:2 imports core.errors",
+        "bot/x.py:3 imports the module core.scopes",
+    ]
     assert unlisted_and_unused(tmp_path, ["Service", "Turn"]) == ({"scopes"}, {"Turn"})

@@ -1,4 +1,5 @@
 """Screenshot normalisation: what every backend receives, whatever a person attached."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """Rendering a page: its image, whether it is blank, and the pixels OCR reads."""
+
 from __future__ import annotations
 
 import io

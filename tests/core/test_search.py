@@ -1,11 +1,11 @@
 """Neighbouring-page evidence (search.fill_gaps): the page between two ranked pages of one document; and a
 name of several words counting once in BM25 (search.term_weights)."""
+
 from __future__ import annotations
 
 import pytest
 
 from core.ranking.bm25 import LexicalIndex, term_weights
-
 from core.ranking.gaps import fill_gaps, gap_pages
 
 
@@ -47,8 +47,16 @@ def test_an_end_of_another_gap_is_not_displaced():
 
 def test_a_longer_candidate_list_starts_with_the_pages_a_shorter_one_holds():
     # The Jev selector asks for 8 candidates; its fallback, their first 4, must be what 4 would give.
-    ranked = [("a", 3, 0.9), ("a", 5, 0.8), ("b", 1, 0.7), ("c", 2, 0.6), ("c", 9, 0.5), ("a", 4, 0.4),
-              ("d", 1, 0.3), ("d", 3, 0.2)]
+    ranked = [
+        ("a", 3, 0.9),
+        ("a", 5, 0.8),
+        ("b", 1, 0.7),
+        ("c", 2, 0.6),
+        ("c", 9, 0.5),
+        ("a", 4, 0.4),
+        ("d", 1, 0.3),
+        ("d", 3, 0.2),
+    ]
     four = fill_gaps(ranked[:4])
     eight = fill_gaps(ranked, within=4)
     assert four == [("a", 3, 0.9), ("a", 5, 0.8), ("b", 1, 0.7), ("a", 4, 0.6)]
@@ -60,8 +68,11 @@ def test_a_name_of_several_words_counts_once_in_bm25():
     # A wiring drawing prints the board's name again and again; the spec page says what was asked, once.
     drawing = "Widget Pro X2 pin map. Widget Pro X2 TX RX. Widget Pro X2 GND 5V. Widget Pro X2 SD card."
     spec = "Specification: serial communication baud rate 115200, 32-bit processor."
-    pages = [drawing, spec] + [f"Widget Pro X2 page {i}: mounting and cooling." for i in range(3)] \
+    pages = (
+        [drawing, spec]
+        + [f"Widget Pro X2 page {i}: mounting and cooling." for i in range(3)]
         + [f"Another product's page {i}." for i in range(8)]
+    )
     question = "What baud rate does the Widget Pro X2 use?"
     assert LexicalIndex(pages).scores(question).argmax() == 1
     # plain BM25 (the text-only baseline) lets the repeated name win

@@ -1,10 +1,11 @@
 """Tokens that search and the missing-word check see."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from core.ranking.bm25 import LexicalIndex
 from core.language.tokens import content_tokens
+from core.ranking.bm25 import LexicalIndex
 
 
 def test_accented_function_words_and_question_chatter_are_not_content():
@@ -15,7 +16,11 @@ def test_accented_function_words_and_question_chatter_are_not_content():
 
 def test_function_words_of_languages_beyond_the_corpus_are_not_content():
     assert content_tokens("Quelle est la tension d'alimentation de la carte ?") == ["tension", "alimentation", "carte"]
-    assert content_tokens("Qual è la tensione di alimentazione della scheda?") == ["tensione", "alimentazione", "scheda"]
+    assert content_tokens("Qual è la tensione di alimentazione della scheda?") == [
+        "tensione",
+        "alimentazione",
+        "scheda",
+    ]
     assert content_tokens("¿Cuál es la tensión de alimentación de la placa?") == ["tension", "alimentacion", "placa"]
     assert content_tokens("Wat is de voedingsspanning van het bord?") == ["voedingsspanning", "bord"]
     # words that are names in technical text stay: AUX outputs, CE marking, EN norms, mA

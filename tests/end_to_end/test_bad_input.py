@@ -1,8 +1,8 @@
 """Bad documents, URLs and screenshots get clear messages and lose nothing already indexed."""
+
 from __future__ import annotations
 
 import asyncio
-
 import io
 
 import pymupdf
@@ -11,8 +11,8 @@ from aiohttp import web
 from PIL import Image
 
 from core.documents import download
-from core.query_images import validate_query_image
 from core.errors import BadInput
+from core.query_images import validate_query_image
 from core.records import QueryImage, Turn
 from core.service import Service
 from tests.conftest import text_pdf
@@ -45,17 +45,22 @@ def many_pages_pdf(path, n):
     return path
 
 
-ZERO_PAGES = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
-              b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+ZERO_PAGES = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+    b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
 
 
-@pytest.mark.parametrize("name, make, message", [
-    ("notes.pdf", lambda p: p.write_bytes(b"just some text, not a PDF"), "not a PDF"),
-    ("locked.pdf", encrypted_pdf, "encrypted"),
-    ("broken.pdf", lambda p: p.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40), "damaged|no pages"),
-    ("empty.pdf", lambda p: p.write_bytes(ZERO_PAGES), "no pages|damaged"),
-    ("long.pdf", lambda p: many_pages_pdf(p, 2000), "2000 pages is more than the limit of 1000"),
-])
+@pytest.mark.parametrize(
+    "name, make, message",
+    [
+        ("notes.pdf", lambda p: p.write_bytes(b"just some text, not a PDF"), "not a PDF"),
+        ("locked.pdf", encrypted_pdf, "encrypted"),
+        ("broken.pdf", lambda p: p.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40), "damaged|no pages"),
+        ("empty.pdf", lambda p: p.write_bytes(ZERO_PAGES), "no pages|damaged"),
+        ("long.pdf", lambda p: many_pages_pdf(p, 2000), "2000 pages is more than the limit of 1000"),
+    ],
+)
 async def test_bad_pdf_is_refused_and_the_index_survives(indexed, tmp_path, name, make, message):
     path = tmp_path / name
     make(path)
@@ -166,7 +171,6 @@ async def test_url_download_checks_type_magic_and_size(pdf_server, settings, tmp
     assert report.documents[0].source == f"{pdf_server}/doc.pdf"
     answer = await indexed.answer(Turn("sensor range"), retrieve_only=True)
     assert answer.hits[0].title == "doc.pdf"
-    import asyncio
 
     for path, message in [("/login", "text/html, not a PDF"), ("/fake.pdf", "not a PDF"), ("/missing", "HTTP 404")]:
         with pytest.raises(BadInput, match=message):
@@ -184,7 +188,10 @@ def png_bytes(size, mode="RGB", fmt="PNG") -> bytes:
 def test_screenshot_validation():
     ok = validate_query_image(QueryImage(png_bytes((200, 100)), "", "a.png"), 5_000_000)
     assert ok.mime_type == "image/png"
-    assert validate_query_image(QueryImage(png_bytes((20, 10), fmt="WEBP"), "", "w.webp"), 5_000_000).mime_type == "image/webp"
+    assert (
+        validate_query_image(QueryImage(png_bytes((20, 10), fmt="WEBP"), "", "w.webp"), 5_000_000).mime_type
+        == "image/webp"
+    )
     with pytest.raises(BadInput, match="GIF images are not supported"):
         validate_query_image(QueryImage(png_bytes((20, 10), "P", "GIF"), "", "a.gif"), 5_000_000)
     with pytest.raises(BadInput, match="not a readable"):
@@ -208,6 +215,7 @@ async def test_a_trickling_download_meets_its_total_deadline(pdf_server, setting
 async def stalling_server():
     """A raw HTTP server whose /trickle sends its headers a byte at a time, for ever, and whose /stall
     sends its headers and the first bytes of a PDF, then nothing."""
+
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request = await reader.readline()
         try:
@@ -217,7 +225,9 @@ async def stalling_server():
                     writer.write(b"a")
                     await writer.drain()
                     await asyncio.sleep(0.2)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/pdf\r\nContent-Length: 100000\r\n\r\n%PDF-1.7\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/pdf\r\nContent-Length: 100000\r\n\r\n%PDF-1.7\n"
+            )
             await writer.drain()
             await asyncio.sleep(3600)
         except (ConnectionError, asyncio.CancelledError):
@@ -240,7 +250,9 @@ async def test_a_download_that_trickles_its_headers_or_stalls_meets_its_deadline
 
 
 async def test_a_url_with_its_scheme_in_capitals_is_a_url(pdf_server, settings):
-    source = await download(pdf_server.replace("http://", "HTTP://") + "/doc.pdf", settings.with_(allow_private_urls=True))
+    source = await download(
+        pdf_server.replace("http://", "HTTP://") + "/doc.pdf", settings.with_(allow_private_urls=True)
+    )
     assert source.data.startswith(b"%PDF")
 
 

@@ -1,4 +1,5 @@
 """The `pixelrag` command as a person uses it: index, ask (--json, --retrieve-only), status, remove."""
+
 from __future__ import annotations
 
 import json
@@ -77,13 +78,16 @@ def test_a_nightly_rerun_with_nothing_to_do_succeeds(env, capsys):
     assert "skipped: notes.pdf: not a PDF" in out
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("PIXELRAG_EMBEDDING_DIM", "64", "PIXELRAG_EMBEDDING_DIM=64 is out of range; use a value from 128 to 3072"),
-    ("PIXELRAG_EMBEDDING_DIM", "big", "PIXELRAG_EMBEDDING_DIM='big' is not a whole number"),
-    ("PIXELRAG_REQUEST_TIMEOUT", "soon", "PIXELRAG_REQUEST_TIMEOUT='soon' is not a number"),
-    ("PIXELRAG_RENDER_DPI", "0", "PIXELRAG_RENDER_DPI=0 is out of range"),
-    ("PIXELRAG_BACKEND", "openai", "PIXELRAG_BACKEND='openai' is not a backend"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("PIXELRAG_EMBEDDING_DIM", "64", "PIXELRAG_EMBEDDING_DIM=64 is out of range; use a value from 128 to 3072"),
+        ("PIXELRAG_EMBEDDING_DIM", "big", "PIXELRAG_EMBEDDING_DIM='big' is not a whole number"),
+        ("PIXELRAG_REQUEST_TIMEOUT", "soon", "PIXELRAG_REQUEST_TIMEOUT='soon' is not a number"),
+        ("PIXELRAG_RENDER_DPI", "0", "PIXELRAG_RENDER_DPI=0 is out of range"),
+        ("PIXELRAG_BACKEND", "openai", "PIXELRAG_BACKEND='openai' is not a backend"),
+    ],
+)
 def test_a_bad_setting_is_one_clear_line(env, capsys, monkeypatch, name, value, message):
     monkeypatch.setenv(name, value)
     code, _, err = run(capsys, "status")
@@ -98,9 +102,20 @@ def test_chat_keeps_one_thread_until_new(env, capsys):
     from core import Settings
 
     pump = text_pdf(env / "pump.pdf", ["Pump P9 datasheet.\nMaximum flow: 3.2 m3/h\nWeight: 2.6 kg"])
-    lines = [f"/index {pump}", "/docs", "What is the maximum flow of the P9 pump?", "And its weight?",
-             "/image missing.png", "/frobnicate", "/new", "And its weight?", "/quit"]
-    code = asyncio.run(run_console(Settings(index_dir=env / "index"), env / "chat", io.StringIO("\n".join(lines) + "\n")))
+    lines = [
+        f"/index {pump}",
+        "/docs",
+        "What is the maximum flow of the P9 pump?",
+        "And its weight?",
+        "/image missing.png",
+        "/frobnicate",
+        "/new",
+        "And its weight?",
+        "/quit",
+    ]
+    code = asyncio.run(
+        run_console(Settings(index_dir=env / "index"), env / "chat", io.StringIO("\n".join(lines) + "\n"))
+    )
     out = capsys.readouterr().out
     assert code == 0 and "indexed: pump.pdf (1 pages" in out and "- pump.pdf (1 pages)" in out
     before, after = out.split("New thread.")
@@ -119,8 +134,11 @@ def test_settings_come_from_dotenv_and_the_environment_wins(tmp_path):
     from core import load_settings
 
     dotenv = tmp_path / ".env"
-    dotenv.write_text("# a comment\nexport PIXELRAG_INDEX_DIR='/srv/pixelrag index'\nPIXELRAG_MAX_PAGES=50  # inline\n"
-                      "SLACK_BOT_TOKEN=\"xoxb-from-file\"\nPIXELRAG_BACKEND=gemini\nBARE\n", encoding="utf-8")
+    dotenv.write_text(
+        "# a comment\nexport PIXELRAG_INDEX_DIR='/srv/pixelrag index'\nPIXELRAG_MAX_PAGES=50  # inline\n"
+        'SLACK_BOT_TOKEN="xoxb-from-file"\nPIXELRAG_BACKEND=gemini\nBARE\n',
+        encoding="utf-8",
+    )
     settings = load_settings({"PIXELRAG_BACKEND": "local"}, dotenv, extra_prefixes=("SLACK_",))
     assert settings.index_dir == Path("/srv/pixelrag index") and settings.max_pages == 50
     assert settings.backend == "local"  # the real environment wins over .env
@@ -297,7 +315,12 @@ def test_chat_image_of_a_folder_says_so(env, capsys):
     from bot.console import run_console
     from core.config import Settings
 
-    asyncio.run(run_console(Settings(index_dir=env / "index", backend="local"), env / "out",
-                            io.StringIO(f"/image {env}\n/image {env}/missing.png\n/quit\n")))
+    asyncio.run(
+        run_console(
+            Settings(index_dir=env / "index", backend="local"),
+            env / "out",
+            io.StringIO(f"/image {env}\n/image {env}/missing.png\n/quit\n"),
+        )
+    )
     out = capsys.readouterr().out
     assert f"{env}: a folder, not an image file." in out and f"{env}/missing.png: no such image file." in out

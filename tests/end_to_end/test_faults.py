@@ -3,13 +3,13 @@
 Each scenario damages or interrupts something on purpose and then checks that nothing already
 indexed or asked is lost, and that the person is told what happened in one clear line.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bot.cli import main
@@ -39,9 +39,14 @@ def titles(index: Path = Path("index")) -> list[str]:
 @pytest.fixture
 def three_docs(env, capsys):
     """relay.pdf indexed first, then pump.pdf (so an older intact snapshot exists); valve.pdf ready."""
-    docs = {name: text_pdf(env / f"{name}.pdf", [f"{body}"]) for name, body in
-            [("relay", "Relay R200. Coil voltage: 24 V DC."), ("pump", "Pump P9. Weight: 2.6 kg."),
-             ("valve", "Valve V3. Pressure: 16 bar.")]}
+    docs = {
+        name: text_pdf(env / f"{name}.pdf", [f"{body}"])
+        for name, body in [
+            ("relay", "Relay R200. Coil voltage: 24 V DC."),
+            ("pump", "Pump P9. Weight: 2.6 kg."),
+            ("valve", "Valve V3. Pressure: 16 bar."),
+        ]
+    }
     assert run(capsys, "index", str(docs["relay"]))[0] == 0
     assert run(capsys, "index", str(docs["pump"]))[0] == 0
     return docs
@@ -170,9 +175,14 @@ def test_a_second_build_says_it_is_waiting(env, capsys):
     pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
     Path("index").mkdir()
     with BuildLock(Path("index"), lambda holder: None):  # another build holds the index
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "index", str(pdf)], cwd=env, text=True,
-                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "index", str(pdf)],
+            cwd=env,
+            text=True,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         line = proc.stderr.readline()  # printed before it blocks
         assert "waiting for another build of this index to finish (process " in line
         assert proc.poll() is None
@@ -190,9 +200,14 @@ def test_remove_says_it_is_waiting_for_a_build(env, capsys):
     pdf = text_pdf(env / "relay.pdf", ["Relay R200."])
     assert run(capsys, "index", str(pdf))[0] == 0
     with BuildLock(Path("index"), lambda holder: None):
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "remove", "relay.pdf"], cwd=env, text=True,
-                                stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "remove", "relay.pdf"],
+            cwd=env,
+            text=True,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         line = proc.stderr.readline()
         assert "waiting for another build of this index to finish (process " in line
         assert proc.poll() is None
@@ -211,8 +226,11 @@ def test_repair_keeps_a_workspace_documents_title_and_scope(env, capsys):
     relay = text_pdf(env / "relay.pdf", ["Relay R200. Coil voltage: 24 V DC."])
     pump = text_pdf(env / "pump.pdf", ["Pump P9. Weight: 2.6 kg."])
     assert run(capsys, "index", str(relay))[0] == 0
-    asyncio.run(Service(Settings(index_dir=Path("index"), backend="local")).index_bytes(
-        pump.read_bytes(), "pump.pdf", scope="slack:T1", title="Pump P9 manual"))  # as a Slack workspace does
+    asyncio.run(
+        Service(Settings(index_dir=Path("index"), backend="local")).index_bytes(
+            pump.read_bytes(), "pump.pdf", scope="slack:T1", title="Pump P9 manual"
+        )
+    )  # as a Slack workspace does
     (active_folder() / "manifest.json").unlink()
     code, out, _ = run(capsys, "repair")
     assert code == 0 and "“Pump P9 manual” (pump.pdf) in slack:T1" in out
@@ -222,6 +240,7 @@ def test_repair_keeps_a_workspace_documents_title_and_scope(env, capsys):
 
     async def visible(scope):
         return sorted((d.title, d.scope) for d in await Service(Settings(index_dir=Path("index"))).documents(scope))
+
     assert asyncio.run(visible("slack:T1")) == [("Pump P9 manual", "slack:T1"), ("relay.pdf", "shared")]
     assert asyncio.run(visible("slack:T2")) == [("relay.pdf", "shared")]
 
@@ -268,8 +287,13 @@ def test_a_file_size_limit_is_one_line_and_leaves_nothing_behind(three_docs, cap
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "index", str(big)], capture_output=True, text=True,
-                          preexec_fn=limited, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "index", str(big)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=600,
+    )
     assert done.returncode == 2, done.stderr
     assert "largest file size this system allows" in done.stderr and "ulimit -f" in done.stderr
     assert "Traceback" not in done.stderr

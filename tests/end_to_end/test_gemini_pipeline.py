@@ -1,4 +1,5 @@
 """The gemini backend through the whole service, against the loopback fake Gemini server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,12 +14,12 @@ import numpy as np
 import pytest
 
 from core.config import Settings
+from core.embedded.index_folder import IndexStore
 from core.errors import IndexProblem, RemoteError
 from core.records import Turn
 from core.service import Service
-from core.embedded.index_folder import IndexStore
 from tests.conftest import ROOT, corpus_pdf, text_pdf
-from eval.fakes.gemini import API_KEY, EMBED, GENERATE, FakeGemini
+from tests.fakes.gemini import API_KEY, EMBED, GENERATE, FakeGemini
 
 TITLE = "HydroFlow HF-300 product brochure"
 
@@ -30,12 +31,18 @@ async def fake():
 
 
 def gemini_settings(fake: FakeGemini, tmp_path: Path, **changes) -> Settings:
-    return fake.settings(Settings(index_dir=tmp_path / "index"), embedding_dim=128, retry_initial_delay_s=0.01,
-                         request_timeout_s=2.0, **changes)
+    return fake.settings(
+        Settings(index_dir=tmp_path / "index"),
+        embedding_dim=128,
+        retry_initial_delay_s=0.01,
+        request_timeout_s=2.0,
+        **changes,
+    )
 
 
 def reader_reply(prompt_page: str, quote: str, box=None, extra=()):
     """A handler answering the reader call with a citation of the page labelled `prompt_page`."""
+
     def handler(body: dict) -> dict:
         text = json.dumps(body)
         if "standalone_question" in text:
@@ -44,6 +51,7 @@ def reader_reply(prompt_page: str, quote: str, box=None, extra=()):
         ref = next(r for r, label in refs.items() if label.strip().endswith(prompt_page))
         cites = [{"page_ref": ref, "quote": quote, **({"box_2d": box} if box else {})}, *extra]
         return {"answer": f"**{quote}**", "citations": cites, "limitations": [], "topic": "other"}
+
     return handler
 
 
@@ -52,8 +60,11 @@ async def test_index_then_ask_end_to_end(fake, brochure, tmp_path):
     report = await service.index([str(brochure)])
     assert report.pages_embedded == 4 and fake.requests[EMBED] == 1 and fake.embed_sizes == [4]
     fake.handler = reader_reply(
-        "page 3", "Mounting hole spacing 148 mm", box=[560, 230, 600, 520],
-        extra=[{"page_ref": "P9", "quote": "invented"}, {"page_ref": "P1", "quote": "Figure 3: installation drawing"}])
+        "page 3",
+        "Mounting hole spacing 148 mm",
+        box=[560, 230, 600, 520],
+        extra=[{"page_ref": "P9", "quote": "invented"}, {"page_ref": "P1", "quote": "Figure 3: installation drawing"}],
+    )
     answer = await service.answer(Turn("dimensions installation drawing in millimetres"))
     assert answer.backend == "gemini" and answer.hits[0].page == 3 and len(answer.hits) == 4
     assert fake.requests[GENERATE] == 1  # no history: no context call, one reader call
@@ -87,7 +98,7 @@ async def test_a_changed_page_is_the_only_one_embedded_again(fake, tmp_path):
     fake.embed_sizes.clear()
     report = await service.reindex("shared", "manual.pdf")
     assert report.pages_embedded == 1 and report.pages_reused == 4 and fake.embed_sizes == [1]
-    assert len((await service.documents("shared"))) == 1  # the new version replaced the old one
+    assert len(await service.documents("shared")) == 1  # the new version replaced the old one
 
 
 async def test_persistent_failure_leaves_the_previous_snapshot_active(fake, brochure, tmp_path):
@@ -110,13 +121,28 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         question = Turn("technical specifications: rated power, supply voltage")
         hits_before = (await Service(settings).answer(question, retrieve_only=True)).hits
         big = text_pdf(tmp_path / "big.pdf", [f"Page {i} of a long manual." for i in range(40)])
-        env = {**os.environ, "GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": fake.url,
-               "PIXELRAG_EMBEDDING_DIM": "128", "PIXELRAG_EMBED_CONCURRENCY": "1", "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "GEMINI_API_KEY": API_KEY,
+            "GOOGLE_GEMINI_BASE_URL": fake.url,
+            "PIXELRAG_EMBEDDING_DIM": "128",
+            "PIXELRAG_EMBED_CONCURRENCY": "1",
+            "PYTHONPATH": str(ROOT),
+        }
         env.pop("GOOGLE_API_KEY", None)
         before = fake.requests[EMBED]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "index", str(big), "--index", str(settings.index_dir), env=env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "index",
+            str(big),
+            "--index",
+            str(settings.index_dir),
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         for _ in range(300):  # wait until the build is embedding, then kill it without warning
             if fake.requests[EMBED] >= before + 2:
                 break
@@ -194,7 +220,9 @@ def screenshot(kind: str, seed: int = 0) -> bytes:
     pixels = np.full((height, width, 3), 255, np.uint8)
     pixels[:500] = rng.integers(0, 255, (500, width, 3), dtype=np.uint8)
     buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, "PNG" if kind == "retina" else "WEBP", **({"lossless": True} if kind == "webp" else {}))
+    Image.fromarray(pixels).save(
+        buf, "PNG" if kind == "retina" else "WEBP", **({"lossless": True} if kind == "webp" else {})
+    )
     return buf.getvalue()
 
 

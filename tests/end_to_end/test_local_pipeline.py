@@ -1,4 +1,5 @@
 """The embedded local backend end to end: index the generated brochure, ask about pixel-only values."""
+
 from __future__ import annotations
 
 import io
@@ -81,8 +82,12 @@ async def test_a_screenshot_finds_the_page_it_was_cut_from_where_its_words_fit_o
         draw = ImageDraw.Draw(picture)
         for _ in range(40):
             x, y, w, h = (int(v) for v in rng.integers(0, 540, 4) % [540, 340, 60, 60])
-            draw.rectangle((x, y, x + w + 10, y + h + 10), outline="black", width=3,
-                           fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+            draw.rectangle(
+                (x, y, x + w + 10, y + h + 10),
+                outline="black",
+                width=3,
+                fill=tuple(int(c) for c in rng.integers(0, 255, 3)),
+            )
         out = io.BytesIO()
         picture.save(out, "PNG")
         page = doc.new_page()
@@ -93,7 +98,9 @@ async def test_a_screenshot_finds_the_page_it_was_cut_from_where_its_words_fit_o
     service = Service(Settings(index_dir=tmp_path / "index", backend="local"))
     await service.index([str(pdf)])
     shot = pymupdf.open(pdf)[2].get_pixmap(dpi=120, clip=pymupdf.Rect(150, 180, 450, 380)).tobytes("png")
-    answer = await service.answer(Turn("What are these jumpers for?", images=(QueryImage(shot, "image/png", "shot.png"),)))
+    answer = await service.answer(
+        Turn("What are these jumpers for?", images=(QueryImage(shot, "image/png", "shot.png"),))
+    )
     assert answer.hits[0].page == 3
 
 
@@ -209,8 +216,9 @@ async def test_a_damaged_page_image_costs_its_citation_its_images_not_the_answer
     real = answering.Answerer._check_citations
 
     def damage_page_two(self, drafts, attached):
-        return real(self, drafts, [ReaderPage(rp.hit, rp.page, b"not a jpeg") if rp.hit.page == 2 else rp
-                                   for rp in attached])
+        return real(
+            self, drafts, [ReaderPage(rp.hit, rp.page, b"not a jpeg") if rp.hit.page == 2 else rp for rp in attached]
+        )
 
     monkeypatch.setattr(answering.Answerer, "_check_citations", damage_page_two)
     answer = await service.answer(Turn("Which voltage does the HydroFlow HF-300 need?"))
@@ -218,7 +226,9 @@ async def test_a_damaged_page_image_costs_its_citation_its_images_not_the_answer
     for c in answer.citations:
         assert (c.preview is None and c.crop is None) if c.page == 2 else (c.preview and c.crop)
     damaged = [note for note in answer.notes if "could not be drawn" in note]
-    assert len(damaged) == sum(c.page == 2 for c in answer.citations) and all("p. 2" in n for n in damaged), answer.notes
+    assert len(damaged) == sum(c.page == 2 for c in answer.citations) and all("p. 2" in n for n in damaged), (
+        answer.notes
+    )
 
 
 async def test_a_step_is_embedded_while_the_one_before_still_is(service, tmp_path, monkeypatch):
@@ -283,6 +293,7 @@ def test_the_terminal_slack_and_discord_show_the_same_pace():
     assert pace(p) == ", 1.6 pages/s, about 2 min left"
     assert [duration(s) for s in (0.2, 42, 3900)] == ["1 s", "42 s", "1 h 5 min"]
     assert pace(Progress("embed", 1, 250, "Manual")) == ""  # too early to tell
+
     class Terminal(text_io.StringIO):
         def isatty(self) -> bool:
             return True

@@ -1,5 +1,6 @@
 """Logs a collector reads: PIXELRAG_LOG_FORMAT=json gives one JSON object per line, a question's stage
 lines carry its id, and no token, key or password reaches a line in either format."""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,13 @@ def test_no_secret_reaches_a_line(capsys):
         except RuntimeError:
             log.exception("the call failed")
         err = capsys.readouterr().err
-        for secret in ("not-shaped-like-a-key-but-set", "plain-secret-value", SLACK_TOKEN, GEMINI_KEY, "hunter2hunter2"):
+        for secret in (
+            "not-shaped-like-a-key-but-set",
+            "plain-secret-value",
+            SLACK_TOKEN,
+            GEMINI_KEY,
+            "hunter2hunter2",
+        ):
             assert secret not in err, (fmt, secret)
         assert err.count("[redacted]") >= 6 and "db.internal/pixelrag" in err and "RuntimeError" in err
         if fmt == "json":

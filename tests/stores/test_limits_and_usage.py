@@ -1,6 +1,7 @@
 """Question limits and usage, through Conversation (what every adapter asks through) on both thread
 stores: a limit answers with one clear message, does not count the refused question, and resets when
 its window has passed; each workspace's costs are recorded and shown apart from the others'."""
+
 from __future__ import annotations
 
 import shutil
@@ -9,8 +10,8 @@ import pytest
 
 from core import BadInput, Conversation, Service, Settings, scopes, thread_memory, usage
 from core.limits import LimitReached
-from eval.fakes.gemini import FakeGemini
 from tests.conftest import text_pdf
+from tests.fakes.gemini import FakeGemini
 
 QUESTION = "What is the mounting hole spacing of the HydroFlow HF-300?"
 
@@ -125,7 +126,9 @@ async def test_what_a_workspace_indexing_costs_is_added_to_its_usage(threads, tm
         await service.index([str(brochure)])  # the operator's, before any thread memory: not kept
         service.costs = threads  # as the Slack and Discord bots make theirs (Service(…, costs=threads))
         before = gemini.requests["batchEmbedContents"]
-        manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute.", "Its impeller is bronze."])
+        manual = text_pdf(
+            tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute.", "Its impeller is bronze."]
+        )
         await service.index_bytes(manual.read_bytes(), "q9.pdf", scope="slack:T1")
         embedded = gemini.requests["batchEmbedContents"] - before
         await service.close()

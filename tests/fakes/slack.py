@@ -50,17 +50,18 @@ thread_ts when the manifest declares agent_view (Slack's docs: the call then fai
 fake refuses it so a test sees it). Titles and prompts need assistant:write; setStatus takes
 chat:write too (accepted since March 2026).
 
-Text that Slack would act on is recorded in `acted` (eval/fakes/markup.py): a control sequence
+Text that Slack would act on is recorded in `acted` (tests/fakes/markup.py): a control sequence
 (`<!channel>`, `<@U…>`, `<#C…>`, `<https://…|label>`) in any string of any request, strictly (in
 mrkdwn, in a markdown block, a stream's text joined across its appends, and plain-text fields too),
 and a CommonMark link or image whose label hides its target in markdown blocks and streamed text.
 
-Socket Mode, the default of `pixelrag slack`, is `socket` (eval/fakes/slack_socket.py):
+Socket Mode, the default of `pixelrag slack`, is `socket` (tests/fakes/slack_socket.py):
 apps.connections.open with the app-level token, a WebSocket with hello, envelopes acknowledged
 within 3 s or delivered again, and a refresh_requested disconnect.
 
 One module on purpose (longer than most): the rules Slack enforces are read best side by side.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,9 +70,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -91,8 +93,19 @@ MAX_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100  # modals and Home tabs (Block Kit reference)
 MAX_VIEW_BYTES = 250_000  # views.publish: view_too_large "greater than 250kb"
 # Blocks a view may hold; markdown and context_actions blocks are for messages only.
-VIEW_BLOCKS = {"section", "context", "header", "divider", "image", "rich_text", "actions", "input", "file",
-               "video", "table"}
+VIEW_BLOCKS = {
+    "section",
+    "context",
+    "header",
+    "divider",
+    "image",
+    "rich_text",
+    "actions",
+    "input",
+    "file",
+    "video",
+    "table",
+}
 MAX_PROMPTS = 4  # setSuggestedPrompts: "up to four suggested prompts"
 MAX_PROMPT_TITLE, MAX_PROMPT_MESSAGE = 75, 2000  # not documented: assumed (button text and value limits)
 MAX_THREAD_TITLE = 255  # not documented: assumed
@@ -116,19 +129,40 @@ MAX_STREAM_TEXT = 12_000  # markdown_text per call (documented) and per streamed
 MAX_TASK_TITLE = 256
 TASK_STATUSES = {"pending", "in_progress", "complete", "error"}
 DOWNLOAD_CHUNK = 16 * 1024
-KNOWN_BLOCKS = {"section", "context", "header", "divider", "image", "markdown", "rich_text", "actions",
-                "context_actions", "file", "video", "input", "table"}
+KNOWN_BLOCKS = {
+    "section",
+    "context",
+    "header",
+    "divider",
+    "image",
+    "markdown",
+    "rich_text",
+    "actions",
+    "context_actions",
+    "file",
+    "video",
+    "input",
+    "table",
+}
 # The scope each method needs (conversations.replies: by channel type, see _needed_scope).
 SCOPES = {
-    "chat.postMessage": "chat:write", "chat.update": "chat:write", "chat.postEphemeral": "chat:write",
-    "reactions.add": "reactions:write", "reactions.remove": "reactions:write",
-    "files.getUploadURLExternal": "files:write", "files.completeUploadExternal": "files:write",
-    "files.info": "files:read", "users.info": "users:read",
+    "chat.postMessage": "chat:write",
+    "chat.update": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "reactions.add": "reactions:write",
+    "reactions.remove": "reactions:write",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+    "files.info": "files:read",
+    "users.info": "users:read",
     # assistant:write since 2024; setStatus also takes chat:write since 2026-03-05 (any of the tuple).
     "assistant.threads.setStatus": ("chat:write", "assistant:write"),
-    "assistant.threads.setTitle": "assistant:write", "assistant.threads.setSuggestedPrompts": "assistant:write",
+    "assistant.threads.setTitle": "assistant:write",
+    "assistant.threads.setSuggestedPrompts": "assistant:write",
     # views.publish needs no scope (its reference: "No scopes required").
-    "chat.startStream": "chat:write", "chat.appendStream": "chat:write", "chat.stopStream": "chat:write",
+    "chat.startStream": "chat:write",
+    "chat.appendStream": "chat:write",
+    "chat.stopStream": "chat:write",
 }
 STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
@@ -189,8 +223,11 @@ def block_error(blocks: Any, view: bool = False) -> str | None:
             text, fields = block.get("text"), block.get("fields") or []
             if text is None and not fields:
                 return "invalid_blocks"
-            if text is not None and not (isinstance(text, dict) and text.get("type") in ("mrkdwn", "plain_text")
-                                         and 0 < len(_text_of(text)) <= MAX_SECTION_TEXT):
+            if text is not None and not (
+                isinstance(text, dict)
+                and text.get("type") in ("mrkdwn", "plain_text")
+                and 0 < len(_text_of(text)) <= MAX_SECTION_TEXT
+            ):
                 return "invalid_blocks"
             if len(fields) > 10 or any(not 0 < len(_text_of(f)) <= MAX_FIELD_TEXT for f in fields):
                 return "invalid_blocks"
@@ -211,7 +248,11 @@ def block_error(blocks: Any, view: bool = False) -> str | None:
                     return "invalid_blocks"
         elif kind == "header":
             text = block.get("text")
-            if not (isinstance(text, dict) and text.get("type") == "plain_text" and 0 < len(_text_of(text)) <= MAX_HEADER_TEXT):
+            if not (
+                isinstance(text, dict)
+                and text.get("type") == "plain_text"
+                and 0 < len(_text_of(text)) <= MAX_HEADER_TEXT
+            ):
                 return "invalid_blocks"
             chars += len(_text_of(text))
         elif kind == "markdown":
@@ -280,7 +321,7 @@ class FakeSlack:
         self.messages: dict[str, list[dict]] = {}  # channel -> messages (the bot's and seeded ones)
         self.reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.refused: list[tuple[str, str]] = []  # (method, error) of calls Slack would refuse
-        self.socket = SocketMode(self)  # Socket Mode: envelopes over a WebSocket (eval/fakes/slack_socket.py)
+        self.socket = SocketMode(self)  # Socket Mode: envelopes over a WebSocket (tests/fakes/slack_socket.py)
         # (method, what) for text Slack would act on: a mention or broadcast, a link hidden behind its label
         self.acted: list[tuple[str, str]] = []
         self.expected_refusals: list[tuple[str, str]] = []  # what a test provokes on purpose
@@ -303,7 +344,7 @@ class FakeSlack:
         self.base_url = ""
 
     # ----- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         ready = threading.Event()
 
         def run() -> None:
@@ -373,23 +414,37 @@ class FakeSlack:
 
     def streams(self, thread_ts: str | None = None) -> list[dict]:
         """Streamed messages (their "stream" record: state, markdown, tasks, chunks), oldest first."""
-        return [m for ms in self.messages.values() for m in ms
-                if "stream" in m and (thread_ts is None or m.get("thread_ts") == thread_ts)]
+        return [
+            m
+            for ms in self.messages.values()
+            for m in ms
+            if "stream" in m and (thread_ts is None or m.get("thread_ts") == thread_ts)
+        ]
 
     def replies(self, thread_ts: str) -> list[dict]:
         """The bot's finished messages in a thread that carry blocks: posted ones and stopped streams
         ({"ts", "blocks", "text"}), in the order they were made."""
         out = []
         for call in self.calls:
-            if call.method == "chat.postMessage" and call.params.get("thread_ts") == thread_ts \
-                    and call.params.get("blocks") and call.params.get("_ts"):
-                out.append({"ts": call.params["_ts"], "blocks": call.params["blocks"],
-                            "text": call.params.get("text", "")})
+            if (
+                call.method == "chat.postMessage"
+                and call.params.get("thread_ts") == thread_ts
+                and call.params.get("blocks")
+                and call.params.get("_ts")
+            ):
+                out.append(
+                    {"ts": call.params["_ts"], "blocks": call.params["blocks"], "text": call.params.get("text", "")}
+                )
             elif call.method == "chat.stopStream" and call.params.get("_stopped"):
                 message = self._find(str(call.params.get("channel", "")), call.params.get("ts"))
                 if message and message.get("thread_ts") == thread_ts:
-                    out.append({"ts": message["ts"], "blocks": message["stream"]["blocks"],
-                                "text": message["stream"]["markdown"]})
+                    out.append(
+                        {
+                            "ts": message["ts"],
+                            "blocks": message["stream"]["blocks"],
+                            "text": message["stream"]["markdown"],
+                        }
+                    )
         return out
 
     def thread_text(self, thread_ts: str) -> str:
@@ -461,7 +516,9 @@ class FakeSlack:
             if self._authorized(request):
                 return self._refuse(method, "not_allowed_token_type")
             result = self.socket.open_connection(dict(request.headers))
-            return self._refuse(method, result) if isinstance(result, str) else web.json_response({"ok": True, **result})
+            return (
+                self._refuse(method, result) if isinstance(result, str) else web.json_response({"ok": True, **result})
+            )
         if not self._authorized(request):
             return self._refuse(method, "invalid_auth")
         response = await self._answer(method, params)
@@ -472,30 +529,40 @@ class FakeSlack:
         needed = self._needed_scope(method, params)
         options = (needed,) if isinstance(needed, str) else needed or ()
         if options and not self.scopes & set(options):
-            return self._refuse(method, "missing_scope", needed=",".join(options), provided=",".join(sorted(self.scopes)))
+            return self._refuse(
+                method, "missing_scope", needed=",".join(options), provided=",".join(sorted(self.scopes))
+            )
         # Failures a test asked for are answered, not counted in `refused`.
         if self.proxy_errors.get(method):
             status = self.proxy_errors[method].pop(0)
-            return web.Response(status=status, content_type="text/html",
-                                text=f"<html><body><h1>{status} Service Unavailable</h1></body></html>")
+            return web.Response(
+                status=status,
+                content_type="text/html",
+                text=f"<html><body><h1>{status} Service Unavailable</h1></body></html>",
+            )
         if self.http_errors.get(method):
             return web.json_response({"ok": False, "error": "fatal_error"}, status=self.http_errors[method].pop(0))
         if method in self.fail:
             return web.json_response({"ok": False, "error": self.fail[method]})
         # chat.postMessage: about one a second per channel, in short bursts; appendStream: Tier 4;
         # startStream and stopStream: one Tier 2 budget.
-        if (method == "chat.postMessage" and self._spend(f"post {params.get('channel', '')}", POST_BURST, 1.0)) or \
-                (method == "chat.appendStream" and (self._spend("append", APPEND_BURST, APPEND_PER_S)
-                                                    or self.appends_limited > 0)) or \
-                (method in ("chat.startStream", "chat.stopStream") and self._spend("ends", ENDS_BURST, ENDS_PER_S)) or \
-                self.limit_next.get(method, 0) > 0:
+        if (
+            (method == "chat.postMessage" and self._spend(f"post {params.get('channel', '')}", POST_BURST, 1.0))
+            or (
+                method == "chat.appendStream"
+                and (self._spend("append", APPEND_BURST, APPEND_PER_S) or self.appends_limited > 0)
+            )
+            or (method in ("chat.startStream", "chat.stopStream") and self._spend("ends", ENDS_BURST, ENDS_PER_S))
+            or self.limit_next.get(method, 0) > 0
+        ):
             self.rate_limited += 1  # not a refusal: the client is told when to retry
             if method == "chat.appendStream" and self.appends_limited > 0:
                 self.appends_limited -= 1
             if self.limit_next.get(method, 0) > 0:
                 self.limit_next[method] -= 1
-            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
-                                     headers={"Retry-After": self.retry_after})
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": self.retry_after}
+            )
         if method == "chat.startStream" and self.streaming_error:
             return web.json_response({"ok": False, "error": self.streaming_error})  # asked for: not a refusal
         if method in STREAM_METHODS:
@@ -562,8 +629,9 @@ class FakeSlack:
                     return f"missing_{field}"
             if params.get("task_display_mode") not in (None, "timeline", "plan"):
                 return "invalid_arguments"
-            if params["recipient_team_id"] != self.user_teams.get(str(params["recipient_user_id"]),
-                                                                  params["recipient_team_id"]):
+            if params["recipient_team_id"] != self.user_teams.get(
+                str(params["recipient_user_id"]), params["recipient_team_id"]
+            ):
                 return "invalid_arguments"  # assumed code: the recipient's own team, not the app's (Slack Connect)
             return None
         message = self._find(str(params["channel"]), params.get("ts"))
@@ -579,7 +647,9 @@ class FakeSlack:
             return "streaming_mode_mismatch"
         if method == "chat.appendStream" and markdown is None and not chunks:
             return "invalid_arguments"  # nothing to append
-        added = len(markdown or "") + sum(len(c.get("text", "")) for c in chunks or [] if c.get("type") == "markdown_text")
+        added = len(markdown or "") + sum(
+            len(c.get("text", "")) for c in chunks or [] if c.get("type") == "markdown_text"
+        )
         if len(stream["markdown"]) + added > MAX_STREAM_TEXT:
             return "msg_too_long"
         if method == "chat.stopStream" and params.get("blocks") is not None:
@@ -613,10 +683,24 @@ class FakeSlack:
 
     def _m_chat_startStream(self, params: dict) -> dict:
         ts = self._new_ts()
-        message = {"ts": ts, "text": "", "bot_id": BOT_ID, "user": BOT_USER_ID, "thread_ts": params.get("thread_ts"),
-                   "stream": {"state": "streaming", "started": time.monotonic(), "markdown": "", "chunks": [],
-                              "tasks": {}, "blocks": None, "recipient": params.get("recipient_user_id"), "acted": [],
-                              "mode": None}}
+        message = {
+            "ts": ts,
+            "text": "",
+            "bot_id": BOT_ID,
+            "user": BOT_USER_ID,
+            "thread_ts": params.get("thread_ts"),
+            "stream": {
+                "state": "streaming",
+                "started": time.monotonic(),
+                "markdown": "",
+                "chunks": [],
+                "tasks": {},
+                "blocks": None,
+                "recipient": params.get("recipient_user_id"),
+                "acted": [],
+                "mode": None,
+            },
+        }
         self._stream_content(message, params)
         self.messages.setdefault(params["channel"], []).append(message)
         return {"channel": params["channel"], "ts": ts}
@@ -631,7 +715,11 @@ class FakeSlack:
         self._stream_content(message, params)
         message["stream"].update(state="stopped", blocks=params.get("blocks"))
         params["_stopped"] = True  # for replies(): the call that finished the message
-        return {"channel": params["channel"], "ts": params["ts"], "message": {"ts": params["ts"], "text": message["text"]}}
+        return {
+            "channel": params["channel"],
+            "ts": params["ts"],
+            "message": {"ts": params["ts"], "text": message["text"]},
+        }
 
     @staticmethod
     def _message_error(params: dict) -> str | None:
@@ -682,8 +770,12 @@ class FakeSlack:
                 if not isinstance(prompt, dict):
                     return "invalid_arguments"
                 title, message = prompt.get("title"), prompt.get("message")
-                if not (isinstance(title, str) and 0 < len(title) <= MAX_PROMPT_TITLE
-                        and isinstance(message, str) and 0 < len(message) <= MAX_PROMPT_MESSAGE):
+                if not (
+                    isinstance(title, str)
+                    and 0 < len(title) <= MAX_PROMPT_TITLE
+                    and isinstance(message, str)
+                    and 0 < len(message) <= MAX_PROMPT_MESSAGE
+                ):
                     return "invalid_arguments"
             if params.get("title") is not None and not isinstance(params["title"], str):
                 return "invalid_arguments"
@@ -726,13 +818,24 @@ class FakeSlack:
         return next((m for m in self.messages.get(channel, []) if m.get("ts") == ts), None)
 
     def _m_auth_test(self, params: dict) -> dict:
-        return {"user_id": BOT_USER_ID, "bot_id": BOT_ID, "team_id": self.team_id, "user": "pixelrag",
-                "team": "Test", "url": "https://test.slack.com/"}
+        return {
+            "user_id": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "team_id": self.team_id,
+            "user": "pixelrag",
+            "team": "Test",
+            "url": "https://test.slack.com/",
+        }
 
     def _m_chat_postMessage(self, params: dict) -> dict:
         ts = self._new_ts()
-        message = {"ts": ts, "text": params.get("text", ""), "bot_id": BOT_ID, "user": BOT_USER_ID,
-                   "thread_ts": params.get("thread_ts")}
+        message = {
+            "ts": ts,
+            "text": params.get("text", ""),
+            "bot_id": BOT_ID,
+            "user": BOT_USER_ID,
+            "thread_ts": params.get("thread_ts"),
+        }
         self.messages.setdefault(params.get("channel", ""), []).append(message)
         params["_ts"] = ts  # for replies()
         return {"channel": params.get("channel"), "ts": ts, "message": message}
@@ -781,8 +884,11 @@ class FakeSlack:
         if params.get("latest"):
             latest, oldest = float(params["latest"]), float(params.get("oldest") or 0)
             inclusive = str(params.get("inclusive", "")).lower() in ("1", "true")
-            found = [m for m in found if (oldest <= float(m["ts"]) <= latest if inclusive
-                                          else oldest < float(m["ts"]) < latest)]
+            found = [
+                m
+                for m in found
+                if (oldest <= float(m["ts"]) <= latest if inclusive else oldest < float(m["ts"]) < latest)
+            ]
         return {"messages": found, "has_more": False}
 
     def _m_files_getUploadURLExternal(self, params: dict) -> dict | str:
@@ -822,7 +928,7 @@ class FakeSlack:
         if len(data) != meta["length"]:
             return web.Response(status=400, text=f"expected {meta['length']} bytes, got {len(data)}")
         self.uploads[file_id] = data
-        return web.Response(text="OK - %d" % len(data))
+        return web.Response(text=f"OK - {len(data)}")
 
     async def _webhook(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -865,7 +971,7 @@ class FakeSlack:
         try:
             for start in range(0, end, DOWNLOAD_CHUNK):
                 # Separate writes with a pause: the client sees the body arrive in pieces, as over a network.
-                await response.write(data[start:min(end, start + DOWNLOAD_CHUNK)])
+                await response.write(data[start : min(end, start + DOWNLOAD_CHUNK)])
                 await asyncio.sleep(0.002)
         except ConnectionError:  # the client stopped reading (a size cap): nothing more to send
             return response
@@ -907,8 +1013,10 @@ def chunks_error(chunks: Any) -> str | None:
             if len(chunk.get("details", "")) > MAX_TASK_DETAILS:
                 return "invalid_chunks"
             sources = chunk.get("sources", [])
-            if not isinstance(sources, list) or any(not isinstance(x, dict) or x.get("type") != "url"
-                                                    or not x.get("url") or not x.get("text") for x in sources):
+            if not isinstance(sources, list) or any(
+                not isinstance(x, dict) or x.get("type") != "url" or not x.get("url") or not x.get("text")
+                for x in sources
+            ):
                 return "invalid_chunks"
         elif kind == "plan_update":
             if not isinstance(chunk.get("title"), str) or not chunk["title"]:

@@ -6,6 +6,7 @@ workspace in real Slack, so the fakes treat it as the real services do, not as t
 Markdown is read as CommonMark (markdown-it-py), as Slack's markdown block and, near enough for links,
 Discord read it; a backslash-escaped bracket forms no link there either.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,7 +41,7 @@ def hidden_links(markdown: str) -> list[str]:
             elif token.type == "link_open":
                 href = str(token.attrs.get("href", ""))
                 label = ""
-                for inner in children[i + 1:]:
+                for inner in children[i + 1 :]:
                     if inner.type == "link_close":
                         break
                     label += inner.content

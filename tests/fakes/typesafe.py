@@ -30,6 +30,7 @@ Knobs: `scores` / `default_score` / `scorer(name, instructions, images) -> float
 `fail_always`, `retry_after_ms`, `gate` (an asyncio.Event every request waits for). Records:
 `received` (accepted requests), `refused` (status, message) and `attempts` (every POST).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +39,9 @@ import io
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aiohttp import web
 from PIL import Image
@@ -119,7 +121,9 @@ def check_schema(body: Any) -> None:
         for key, asset in assets.items():
             if not isinstance(asset, dict) or asset.get("type", "image") != "image":
                 raise Refusal(422, "An asset should be an image object", ["body", "assets", key])
-            if not asset.get("part") and not (asset.get("data_base64") and asset.get("format") in ("png", "jpg", "jpeg")):
+            if not asset.get("part") and not (
+                asset.get("data_base64") and asset.get("format") in ("png", "jpg", "jpeg")
+            ):
                 raise Refusal(422, "An asset needs part, or data_base64 with format", ["body", "assets", key])
 
 
@@ -133,8 +137,11 @@ def check_image(key: str, data: bytes) -> None:
     except Exception:
         raise Refusal(422, f"Asset {key} could not be decoded", ["body", "assets", key]) from None
     if min(width, height) < MIN_SIDE:
-        raise Refusal(422, f"Asset {key} is {width}x{height}; images must be at least {MIN_SIDE} px on each side",
-                      ["body", "assets", key])
+        raise Refusal(
+            422,
+            f"Asset {key} is {width}x{height}; images must be at least {MIN_SIDE} px on each side",
+            ["body", "assets", key],
+        )
 
 
 class FakeTypeSafe:
@@ -156,7 +163,7 @@ class FakeTypeSafe:
         self._closing = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def __aenter__(self) -> "FakeTypeSafe":
+    async def __aenter__(self) -> FakeTypeSafe:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/systemone", self._system_one)
         app.router.add_get("/v1/models", self._models)
@@ -175,8 +182,13 @@ class FakeTypeSafe:
 
     def settings(self, base: Settings | None = None, **changes) -> Settings:
         """Settings with the selector on and pointed at this fake (fast retries for tests)."""
-        changes = {"jev": "rerank", "typesafe_api_key": API_KEY, "typesafe_base_url": self.url,
-                   "retry_initial_delay_s": 0.01, **changes}
+        changes = {
+            "jev": "rerank",
+            "typesafe_api_key": API_KEY,
+            "typesafe_base_url": self.url,
+            "retry_initial_delay_s": 0.01,
+            **changes,
+        }
         return (base or Settings()).with_(**changes)
 
     def script(self, *steps: int | Hang) -> None:
@@ -186,8 +198,9 @@ class FakeTypeSafe:
     async def _models(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {API_KEY}":
             return self._error(401, "Invalid API key.")
-        return web.json_response({"models": [{"name": n, "description": "System one model.", "release_date": "2026-09-15"}
-                                             for n in MODELS]})
+        return web.json_response(
+            {"models": [{"name": n, "description": "System one model.", "release_date": "2026-09-15"} for n in MODELS]}
+        )
 
     async def _system_one(self, request: web.Request) -> web.StreamResponse:
         self.attempts += 1
@@ -210,8 +223,11 @@ class FakeTypeSafe:
         answers = self._answers(received)
         if self.mangle:
             answers = self.mangle(answers)
-        body = {"model": MODELS[received.body["model"]], "answers": answers,
-                "usage": {"input_tokens": 100 * len(received.images) + 50, "output_tokens": len(answers)}}
+        body = {
+            "model": MODELS[received.body["model"]],
+            "answers": answers,
+            "usage": {"input_tokens": 100 * len(received.images) + 50, "output_tokens": len(answers)},
+        }
         return web.json_response(body, headers={"x-typesafe-request-id": f"req-{len(self.received)}"})
 
     async def _accept(self, request: web.Request) -> Received:
@@ -257,7 +273,9 @@ class FakeTypeSafe:
             if asset.get("part"):
                 part = asset["part"]
                 if part not in parts:
-                    raise Refusal(422, f"Asset {key} names part {part}, which the request does not have", ["body", "assets", key])
+                    raise Refusal(
+                        422, f"Asset {key} names part {part}, which the request does not have", ["body", "assets", key]
+                    )
                 if part in claimed:
                     raise Refusal(422, f"Part {part} is claimed by {claimed[part]} and {key}", ["body", "assets", key])
                 claimed[part] = key
@@ -276,13 +294,22 @@ class FakeTypeSafe:
         answers = {}
         for name, q in received.body["questions"].items():
             if q["type"] == "noul":
-                answers[name] = {"type": "noul", "noul": self._score(name, q.get("instructions"), received.question_images[name])}
+                answers[name] = {
+                    "type": "noul",
+                    "noul": self._score(name, q.get("instructions"), received.question_images[name]),
+                }
             elif q["type"] == "choice":
                 labels = list(q["criteria"])
-                label, confidence = self.choices.get(name, ("other" if "other" in labels else labels[0], 1 / len(labels)))
+                label, confidence = self.choices.get(
+                    name, ("other" if "other" in labels else labels[0], 1 / len(labels))
+                )
                 rest = (1 - confidence) / max(1, len(labels) - 1)
-                answers[name] = {"type": "choice", "choice": label, "confidence": confidence,
-                                 "probabilities": {lb: (confidence if lb == label else rest) for lb in labels}}
+                answers[name] = {
+                    "type": "choice",
+                    "choice": label,
+                    "confidence": confidence,
+                    "probabilities": {lb: (confidence if lb == label else rest) for lb in labels},
+                }
         return answers
 
     def _score(self, name: str, instructions: Any, images: list[bytes]) -> float:
@@ -293,6 +320,9 @@ class FakeTypeSafe:
         return self.default_score
 
     def _error(self, status: int, message: str, loc: list | None = None, headers: dict | None = None) -> web.Response:
-        body = ({"detail": [{"loc": loc or ["body"], "msg": message, "type": "value_error"}]} if status == 422
-                else {"error": {"message": message}})
+        body = (
+            {"detail": [{"loc": loc or ["body"], "msg": message, "type": "value_error"}]}
+            if status == 422
+            else {"error": {"message": message}}
+        )
         return web.json_response(body, status=status, headers=headers)

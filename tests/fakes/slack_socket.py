@@ -1,4 +1,4 @@
-"""Socket Mode for the fake Slack (eval/fakes/slack.py): how `pixelrag slack` without --http is reached.
+"""Socket Mode for the fake Slack (tests/fakes/slack.py): how `pixelrag slack` without --http is reached.
 
 `apps.connections.open`, called with the app-level token (xapp-, never the bot token), answers a
 WebSocket URL on the fake; the connection opens with a `hello`. Events, slash commands and
@@ -9,6 +9,7 @@ retries), as Slack does. `refresh()` sends `disconnect` with reason `refresh_req
 must open a new connection through apps.connections.open, and envelopes go to the newest
 connection. Acks of unknown envelopes, or acks after the deadline, are recorded in `late_acks`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,9 +52,14 @@ class SocketMode:
         await ws.prepare(request)
         self.opened += 1
         self.connections.append(ws)
-        await ws.send_json({"type": "hello", "num_connections": len(self.connections),
-                            "debug_info": {"host": "fake", "approximate_connection_time": 18060},
-                            "connection_info": {"app_id": "A1"}})
+        await ws.send_json(
+            {
+                "type": "hello",
+                "num_connections": len(self.connections),
+                "debug_info": {"host": "fake", "approximate_connection_time": 18060},
+                "connection_info": {"app_id": "A1"},
+            }
+        )
         try:
             async for message in ws:
                 if message.type != WSMsgType.TEXT:
@@ -77,10 +83,16 @@ class SocketMode:
         for attempt in range(RETRIES + 1):
             while not self.connections:
                 await asyncio.sleep(0.02)  # between a disconnect and the client's new connection
-            await self.connections[-1].send_json({
-                "envelope_id": envelope_id, "type": kind, "payload": payload,
-                "accepts_response_payload": accepts_response, "retry_attempt": attempt,
-                "retry_reason": "timeout" if attempt else ""})
+            await self.connections[-1].send_json(
+                {
+                    "envelope_id": envelope_id,
+                    "type": kind,
+                    "payload": payload,
+                    "accepts_response_payload": accepts_response,
+                    "retry_attempt": attempt,
+                    "retry_reason": "timeout" if attempt else "",
+                }
+            )
             if attempt:
                 self.retries.append((envelope_id, attempt))
             try:
@@ -92,8 +104,7 @@ class SocketMode:
 
     async def _refresh(self) -> None:
         for ws in list(self.connections):
-            await ws.send_json({"type": "disconnect", "reason": "refresh_requested",
-                                "debug_info": {"host": "fake"}})
+            await ws.send_json({"type": "disconnect", "reason": "refresh_requested", "debug_info": {"host": "fake"}})
 
     # ----- for tests (any thread) --------------------------------------------------------------
     def _run(self, coro) -> Any:

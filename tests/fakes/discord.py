@@ -2,7 +2,7 @@
 
 Longer than the ~300-line rule: it is one service's contract in one place (login, messages with
 their Components V2 rules and edit rate limit, interactions, the CDN); the checks live in
-`eval/fakes/discord_rules.py`.
+`tests/fakes/discord_rules.py`.
 
 The gateway is not faked (the adapter's handlers are driven with spec'd mocks, and `click` hands an
 interaction payload to discord.py's own gateway parser), but what a handler downloads goes through
@@ -26,19 +26,20 @@ a button click or a slash command to discord.py's own interaction handling; the 
 follow-ups (`/webhooks/{app}/{token}`, refused before the interaction was answered) and their edits
 come back here.
 
-What a message would set off is recorded in `acted` (eval/fakes/markup.py): the mentions in its
+What a message would set off is recorded in `acted` (tests/fakes/markup.py): the mentions in its
 content and text displays that Discord would notify under the request's `allowed_mentions` (absent:
 every kind is parsed, on an edit as on a send), and masked links whose label hides the target, in
 content, text displays and embeds.
 """
+
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Callable
 
 import discord
 from aiohttp import web
@@ -46,8 +47,7 @@ from aiohttp import web
 from .discord_rules import V2_FLAG, Refused, check_edit, check_message, walk
 from .markup import discord_pings, hidden_links
 
-BOT_USER = {"id": "999", "username": "pixelrag", "discriminator": "0", "global_name": None, "avatar": None,
-            "bot": True}
+BOT_USER = {"id": "999", "username": "pixelrag", "discriminator": "0", "global_name": None, "avatar": None, "bot": True}
 CHUNK = 16 * 1024
 APP_ID = "999"
 MESSAGE_CONTENT_LIMITED = 1 << 19  # application flag: the Message Content intent, under 100 servers
@@ -55,8 +55,9 @@ MESSAGE_CONTENT_LIMITED = 1 << 19  # application flag: the Message Content inten
 
 def _json(data, status: int = 200, headers: dict | None = None) -> web.Response:
     # exactly "application/json": discord.py decodes a body only with that content type
-    return web.Response(body=json.dumps(data).encode(), status=status,
-                        headers={"Content-Type": "application/json", **(headers or {})})
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json", **(headers or {})}
+    )
 
 
 class FakeDiscord:
@@ -87,7 +88,7 @@ class FakeDiscord:
         self.handled = 0  # message requests answered (created, edited, refused or rate limited)
         self._handled = asyncio.Condition()
 
-    async def __aenter__(self) -> "FakeDiscord":
+    async def __aenter__(self) -> FakeDiscord:
         app = web.Application(middlewares=[self._count])
         app.router.add_get("/api/v10/users/@me", self._me)
         app.router.add_get("/api/v10/oauth2/applications/@me", self._application)
@@ -117,13 +118,20 @@ class FakeDiscord:
         if self._runner is not None:
             await self._runner.cleanup()
 
-    def attachment(self, name: str, data: bytes, content_type: str | None, size: int | None = None) -> discord.Attachment:
+    def attachment(
+        self, name: str, data: bytes, content_type: str | None, size: int | None = None
+    ) -> discord.Attachment:
         """A real discord.Attachment whose bytes this server serves."""
         att_id = next(self._ids)
         self.files[f"{att_id}/{name}"] = (data, content_type or "application/octet-stream")
         url = f"{self.url}/attachments/1234/{att_id}/{name}?ex=0&is=0&hm=signed"
-        payload = {"id": str(att_id), "filename": name, "size": len(data) if size is None else size,
-                   "url": url, "proxy_url": url}
+        payload = {
+            "id": str(att_id),
+            "filename": name,
+            "size": len(data) if size is None else size,
+            "url": url,
+            "proxy_url": url,
+        }
         if content_type:
             payload["content_type"] = content_type
         return discord.Attachment(data=payload, state=SimpleNamespace(http=self.http))
@@ -163,7 +171,7 @@ class FakeDiscord:
         end = min(len(data), self.drop_after.get(key, len(data)))
         try:
             for start in range(0, end, CHUNK):
-                await response.write(data[start:min(end, start + CHUNK)])
+                await response.write(data[start : min(end, start + CHUNK)])
                 await asyncio.sleep(0.001)
         except ConnectionError:
             return response
@@ -180,15 +188,34 @@ class FakeDiscord:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         # A bot in under 100 servers has the "limited" flag of each privileged intent switched on.
         flags = MESSAGE_CONTENT_LIMITED if self.message_content_intent else 0
-        return _json({"id": APP_ID, "name": "pixelrag", "description": "", "icon": None,
-                      "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64,
-                      "owner": BOT_USER, "flags": flags})
+        return _json(
+            {
+                "id": APP_ID,
+                "name": "pixelrag",
+                "description": "",
+                "icon": None,
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "verify_key": "0" * 64,
+                "owner": BOT_USER,
+                "flags": flags,
+            }
+        )
 
     async def _commands(self, request: web.Request) -> web.Response:
         commands = await request.json()
-        return _json([{**c, "id": str(next(self._ids)), "application_id": APP_ID,
-                                   "version": "1", "default_member_permissions": c.get("default_member_permissions")}
-                                  for c in commands])
+        return _json(
+            [
+                {
+                    **c,
+                    "id": str(next(self._ids)),
+                    "application_id": APP_ID,
+                    "version": "1",
+                    "default_member_permissions": c.get("default_member_permissions"),
+                }
+                for c in commands
+            ]
+        )
 
     async def _typing(self, request: web.Request) -> web.Response:
         return web.Response(status=204)
@@ -216,21 +243,48 @@ class FakeDiscord:
             name = meta.get("filename", filename)
             self.files[f"{att_id}/{name}"] = (data, "application/octet-stream")
             url = f"{self.url}/attachments/{channel}/{att_id}/{name}"
-            out.append({"id": att_id, "filename": name, "size": len(data), "url": url, "proxy_url": url,
-                        **({"description": meta["description"]} if "description" in meta else {})})
+            out.append(
+                {
+                    "id": att_id,
+                    "filename": name,
+                    "size": len(data),
+                    "url": url,
+                    "proxy_url": url,
+                    **({"description": meta["description"]} if "description" in meta else {}),
+                }
+            )
         return out
 
     def _message(self, channel: str, payload: dict, attachments: list[dict]) -> dict:
-        return {"id": str(next(self._ids)), "channel_id": channel, "author": BOT_USER, "type": 0,
-                "content": payload.get("content") or "", "embeds": payload.get("embeds") or [],
-                "components": payload.get("components") or [], "attachments": attachments,
-                "flags": payload.get("flags") or 0, "mentions": [], "mention_roles": [], "mention_everyone": False,
-                "pinned": False, "tts": False, "timestamp": "2026-01-01T00:00:00+00:00", "edited_timestamp": None}
+        return {
+            "id": str(next(self._ids)),
+            "channel_id": channel,
+            "author": BOT_USER,
+            "type": 0,
+            "content": payload.get("content") or "",
+            "embeds": payload.get("embeds") or [],
+            "components": payload.get("components") or [],
+            "attachments": attachments,
+            "flags": payload.get("flags") or 0,
+            "mentions": [],
+            "mention_roles": [],
+            "mention_everyone": False,
+            "pinned": False,
+            "tts": False,
+            "timestamp": "2026-01-01T00:00:00+00:00",
+            "edited_timestamp": None,
+        }
 
     @staticmethod
     def _refusal(refused: Refused) -> web.Response:
-        return _json({"message": refused.message, "code": refused.code,
-                                  **({"errors": refused.errors} if refused.errors else {})}, status=refused.status)
+        return _json(
+            {
+                "message": refused.message,
+                "code": refused.code,
+                **({"errors": refused.errors} if refused.errors else {}),
+            },
+            status=refused.status,
+        )
 
     async def handled_beyond(self, count: int) -> None:
         """Returns once more than `count` message requests have been answered (a gate for tests)."""
@@ -257,10 +311,22 @@ class FakeDiscord:
         payload, files = await self._body(request)
         try:
             if self.refuse_v2 and (payload.get("flags") or 0) & V2_FLAG:
-                raise Refused(50035, "Invalid Form Body", {"flags": {"_errors": [
-                    {"code": "MESSAGE_FLAGS_INVALID", "message": "Components V2 are not accepted here."}]}})
-            check_message(payload, {str(a.get("filename")) for a in payload.get("attachments", [])} |
-                          {name for name, _ in files.values()}, len(files))
+                raise Refused(
+                    50035,
+                    "Invalid Form Body",
+                    {
+                        "flags": {
+                            "_errors": [
+                                {"code": "MESSAGE_FLAGS_INVALID", "message": "Components V2 are not accepted here."}
+                            ]
+                        }
+                    },
+                )
+            check_message(
+                payload,
+                {str(a.get("filename")) for a in payload.get("attachments", [])} | {name for name, _ in files.values()},
+                len(files),
+            )
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
             return self._refusal(refused)
@@ -279,16 +345,28 @@ class FakeDiscord:
         if len(recent) >= self.edit_limit:
             self.rate_limited.append(mid)
             retry = round(self.edit_window - (now - recent[0]), 3)
-            return _json({"message": "You are being rate limited.", "retry_after": retry, "global": False},
-                                     status=429, headers={"Via": "1.1 google", "Retry-After": str(retry)})
+            return _json(
+                {"message": "You are being rate limited.", "retry_after": retry, "global": False},
+                status=429,
+                headers={"Via": "1.1 google", "Retry-After": str(retry)},
+            )
         self._edits[mid] = recent + [now]
         self.edit_times.setdefault(mid, []).append(now)
         payload, files = await self._body(request)
         old = self.messages[mid]
         try:
             if self.refuse_v2 and (payload.get("flags") or 0) & V2_FLAG and not old["flags"] & V2_FLAG:
-                raise Refused(50035, "Invalid Form Body", {"flags": {"_errors": [
-                    {"code": "MESSAGE_FLAGS_INVALID", "message": "Components V2 are not accepted here."}]}})
+                raise Refused(
+                    50035,
+                    "Invalid Form Body",
+                    {
+                        "flags": {
+                            "_errors": [
+                                {"code": "MESSAGE_FLAGS_INVALID", "message": "Components V2 are not accepted here."}
+                            ]
+                        }
+                    },
+                )
             merged = check_edit(old, payload, files)
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
@@ -296,16 +374,18 @@ class FakeDiscord:
         self._note_acting(payload)
         if "attachments" in payload:  # the kept ones, then the new uploads
             kept = {str(a.get("id")) for a in payload["attachments"]}
-            merged["attachments"] = [a for a in old["attachments"] if a["id"] in kept] + \
-                self._attachments(channel, payload, files)
+            merged["attachments"] = [a for a in old["attachments"] if a["id"] in kept] + self._attachments(
+                channel, payload, files
+            )
         merged["edited_timestamp"] = "2026-01-01T00:00:01+00:00"
         self.messages[mid] = merged
         self.versions[mid].append(json.loads(json.dumps(merged)))
         return _json(merged)
 
     def _note_acting(self, payload: dict) -> None:
-        texts = [payload.get("content") or ""] + [c.get("content") or "" for c in walk(payload.get("components") or [])
-                                                  if c.get("type") == 10]
+        texts = [payload.get("content") or ""] + [
+            c.get("content") or "" for c in walk(payload.get("components") or []) if c.get("type") == 10
+        ]
         embeds = [str(e.get(k) or "") for e in payload.get("embeds") or [] for k in ("title", "description")]
         embeds += [str(f.get("value") or "") for e in payload.get("embeds") or [] for f in e.get("fields") or []]
         for text in texts:
@@ -314,23 +394,50 @@ class FakeDiscord:
 
     # ---- interactions ----------------------------------------------------------------------------
 
-    def click(self, client: discord.Client, message_id: str, custom_id: str, user_id: int,
-              guild_id: int | None = None) -> str:
+    def click(
+        self, client: discord.Client, message_id: str, custom_id: str, user_id: int, guild_id: int | None = None
+    ) -> str:
         """A button click on a stored message, as the gateway delivers it: the INTERACTION_CREATE
         payload handed to discord.py's own parser (its view store finds the dynamic item). Returns
         the interaction id; `reply(id)` waits for the bot's answer to it."""
         message = self.messages[message_id]
         inter_id = str(next(self._ids))
-        user = {"id": str(user_id), "username": f"user{user_id}", "discriminator": "0", "global_name": None,
-                "avatar": None}
-        payload = {"id": inter_id, "application_id": APP_ID, "type": 3, "token": f"token-{inter_id}", "version": 1,
-                   "channel_id": message["channel_id"], "message": message, "locale": "en-US",
-                   "app_permissions": "0", "entitlements": [], "attachment_size_limit": 10 * 1024 * 1024, "authorizing_integration_owners": {},
-                   "data": {"custom_id": custom_id, "component_type": 2}}
+        user = {
+            "id": str(user_id),
+            "username": f"user{user_id}",
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+        }
+        payload = {
+            "id": inter_id,
+            "application_id": APP_ID,
+            "type": 3,
+            "token": f"token-{inter_id}",
+            "version": 1,
+            "channel_id": message["channel_id"],
+            "message": message,
+            "locale": "en-US",
+            "app_permissions": "0",
+            "entitlements": [],
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "authorizing_integration_owners": {},
+            "data": {"custom_id": custom_id, "component_type": 2},
+        }
         if guild_id:
-            payload.update(guild_id=str(guild_id), guild_locale="en-US",
-                           member={"user": user, "roles": [], "joined_at": "2026-01-01T00:00:00+00:00",
-                                   "deaf": False, "mute": False, "permissions": "0", "flags": 0})
+            payload.update(
+                guild_id=str(guild_id),
+                guild_locale="en-US",
+                member={
+                    "user": user,
+                    "roles": [],
+                    "joined_at": "2026-01-01T00:00:00+00:00",
+                    "deaf": False,
+                    "mute": False,
+                    "permissions": "0",
+                    "flags": 0,
+                },
+            )
             payload["channel"] = {"id": message["channel_id"], "type": 0, "guild_id": str(guild_id), "name": "general"}
         else:
             payload["user"] = user
@@ -339,19 +446,40 @@ class FakeDiscord:
         client._connection.parse_interaction_create(payload)
         return inter_id
 
-    def command(self, client: discord.Client, name: str, options: dict[str, str], user_id: int,
-                channel_id: str = "5555") -> str:
+    def command(
+        self, client: discord.Client, name: str, options: dict[str, str], user_id: int, channel_id: str = "5555"
+    ) -> str:
         """A slash command used in a DM, as the gateway delivers it; discord.py's command tree runs it.
         Its replies (defer, follow-ups and their edits) come back here through the interaction's token."""
         inter_id = str(next(self._ids))
-        user = {"id": str(user_id), "username": f"user{user_id}", "discriminator": "0", "global_name": None,
-                "avatar": None}
-        payload = {"id": inter_id, "application_id": APP_ID, "type": 2, "token": f"token-{inter_id}", "version": 1,
-                   "channel_id": channel_id, "channel": {"id": channel_id, "type": 1, "recipients": [user]},
-                   "user": user, "locale": "en-US", "app_permissions": "0", "entitlements": [],
-                   "attachment_size_limit": 10 * 1024 * 1024, "authorizing_integration_owners": {},
-                   "data": {"id": str(next(self._ids)), "name": name, "type": 1,
-                            "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()]}}
+        user = {
+            "id": str(user_id),
+            "username": f"user{user_id}",
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+        }
+        payload = {
+            "id": inter_id,
+            "application_id": APP_ID,
+            "type": 2,
+            "token": f"token-{inter_id}",
+            "version": 1,
+            "channel_id": channel_id,
+            "channel": {"id": channel_id, "type": 1, "recipients": [user]},
+            "user": user,
+            "locale": "en-US",
+            "app_permissions": "0",
+            "entitlements": [],
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "authorizing_integration_owners": {},
+            "data": {
+                "id": str(next(self._ids)),
+                "name": name,
+                "type": 1,
+                "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()],
+            },
+        }
         self._tokens[payload["token"]] = (inter_id, channel_id)
         client._connection.parse_interaction_create(payload)
         return inter_id
@@ -387,8 +515,7 @@ class FakeDiscord:
         if request.match_info["token"] != f"token-{inter_id}":
             return _json({"message": "Unknown interaction", "code": 10062}, status=404)
         if inter_id in self.interaction_replies:
-            return _json({"message": "Interaction has already been acknowledged.", "code": 40060},
-                                     status=400)
+            return _json({"message": "Interaction has already been acknowledged.", "code": 40060}, status=400)
         body, _ = await self._body(request)
         data = body.get("data") or {}
         if len(data.get("content") or "") > 2000:
@@ -396,6 +523,14 @@ class FakeDiscord:
         self.interaction_replies[inter_id] = body
         self._replied.set()
         flags = data.get("flags") or 0
-        return _json({"interaction": {"id": inter_id, "type": 3, "response_message_id": str(next(self._ids)),
-                                                  "response_message_loading": False,
-                                                  "response_message_ephemeral": bool(flags & 64)}})
+        return _json(
+            {
+                "interaction": {
+                    "id": inter_id,
+                    "type": 3,
+                    "response_message_id": str(next(self._ids)),
+                    "response_message_loading": False,
+                    "response_message_ephemeral": bool(flags & 64),
+                }
+            }
+        )

@@ -42,6 +42,7 @@ after that many chunks: a failure in the middle of the answer),
 
 One module on purpose (longer than most): the rules the API enforces are read best side by side.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,9 @@ import hashlib
 import json
 import re
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from aiohttp import web
@@ -63,9 +65,18 @@ GENERATE = "generateContent"
 STREAM = "streamGenerateContent"
 DEFAULT_DIM = 3072
 API_KEY = "fake-test-key"
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE",
-                503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 # The labels of the two documented text formats; only the labels are dropped before hashing, the
 # title and text words stay.
 TASK_PREFIX = re.compile(r"^\s*task:[^|]*\|\s*query:|^\s*title:|\|\s*text:", re.IGNORECASE)
@@ -75,8 +86,12 @@ MAX_BATCH = 100
 MAX_IMAGES_PER_CONTENT = 6
 MAX_EMBED_TOKENS = 8192
 EMBED_MIME = {"image/png", "image/jpeg"}
-MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",),
-         "application/pdf": (b"%PDF-",)}
+MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/webp": (b"RIFF",),
+    "application/pdf": (b"%PDF-",),
+}
 THINKING_LEVELS = {"MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"}
 # The models the API offers and their supportedGenerationMethods (models.get); streaming is generateContent's.
 MODELS = {
@@ -89,12 +104,14 @@ MODELS = {
 @dataclass(frozen=True)
 class Hang:
     """A script step: answer only after `seconds` (longer than the client's timeout)."""
+
     seconds: float = 30.0
 
 
 @dataclass(frozen=True)
 class Raw:
     """A reply sent as the whole generateContent response body (e.g. a blocked prompt)."""
+
     body: dict
     status: int = 200
 
@@ -142,7 +159,7 @@ def hashed_vector(tokens: list[str], dim: int) -> list[float]:
     for token in tokens or ["<empty>"]:
         h = hashlib.blake2b(token.encode(), digest_size=16).digest()
         for k in (0, 8):
-            n = int.from_bytes(h[k:k + 8], "little")
+            n = int.from_bytes(h[k : k + 8], "little")
             v[n % dim] += 1.0 if (n >> 63) & 1 else -1.0
     if not v.any():  # every token cancelled out: still a valid vector
         v[0] = 1.0
@@ -216,7 +233,10 @@ def embed_problem(body: dict, model: str) -> str | None:
                 return problem
         text = " ".join(part.get("text", "") for part in parts)
         if tokens(text) > MAX_EMBED_TOKENS:
-            return f"The input token count ({tokens(text)}) exceeds the maximum number of tokens allowed ({MAX_EMBED_TOKENS})."
+            return (
+                f"The input token count ({tokens(text)}) exceeds the maximum number of tokens allowed "
+                f"({MAX_EMBED_TOKENS})."
+            )
     return None
 
 
@@ -287,7 +307,7 @@ class FakeGemini:
         self._closing = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------------
-    async def start(self) -> "FakeGemini":
+    async def start(self) -> FakeGemini:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/{version}/models/{call}", self._handle)
         app.router.add_get("/{version}/models/{model}", self._model)
@@ -305,7 +325,7 @@ class FakeGemini:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> "FakeGemini":
+    async def __aenter__(self) -> FakeGemini:
         return await self.start()
 
     async def __aexit__(self, *exc) -> None:
@@ -313,9 +333,7 @@ class FakeGemini:
 
     def settings(self, base: Settings | None = None, **changes) -> Settings:
         """Settings for the gemini backend pointed at this fake."""
-        return (base or Settings()).with_(
-            backend="gemini", gemini_api_key=API_KEY, gemini_base_url=self.url, **changes
-        )
+        return (base or Settings()).with_(backend="gemini", gemini_api_key=API_KEY, gemini_base_url=self.url, **changes)
 
     # -- knobs ----------------------------------------------------------------------------------
     def script(self, endpoint: str, *steps: int | Hang) -> None:
@@ -336,9 +354,12 @@ class FakeGemini:
         if request.headers.get("x-goog-api-key") != API_KEY:
             return error_response(401, "API key not valid. Please pass a valid API key.")
         if (GENERATE if endpoint == STREAM else endpoint) not in self.models.get(model, ()):
-            return error_response(404, f"models/{model} is not found for API version {version}, or is not "
-                                       f"supported for {endpoint}. Call ListModels to see the list of available "
-                                       "models and their supported methods.")
+            return error_response(
+                404,
+                f"models/{model} is not found for API version {version}, or is not "
+                f"supported for {endpoint}. Call ListModels to see the list of available "
+                "models and their supported methods.",
+            )
         raw = await request.read()
         limit = MAX_EMBED_BODY if endpoint == EMBED else MAX_GENERATE_BODY
         if len(raw) > limit:
@@ -380,9 +401,16 @@ class FakeGemini:
             return error_response(401, "API key not valid. Please pass a valid API key.")
         if model not in self.models:
             return error_response(404, f"models/{model} is not found for API version {version}.")
-        return web.json_response({"name": f"models/{model}", "version": "001", "displayName": model,
-                                  "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
-                                  "supportedGenerationMethods": list(self.models[model])})
+        return web.json_response(
+            {
+                "name": f"models/{model}",
+                "version": "001",
+                "displayName": model,
+                "inputTokenLimit": 1_048_576,
+                "outputTokenLimit": 65_536,
+                "supportedGenerationMethods": list(self.models[model]),
+            }
+        )
 
     async def _sleep(self, seconds: float) -> None:
         try:
@@ -396,7 +424,11 @@ class FakeGemini:
         out = []
         for req in requests:
             dim = pick(req, "outputDimensionality", "output_dimensionality")
-            dim = dim or pick(pick(req, "config", default={}), "outputDimensionality", "output_dimensionality") or DEFAULT_DIM
+            dim = (
+                dim
+                or pick(pick(req, "config", default={}), "outputDimensionality", "output_dimensionality")
+                or DEFAULT_DIM
+            )
             out.append({"values": embed_content(req.get("content") or {}, int(dim), self.describe_image)})
         return web.json_response({"embeddings": out})
 
@@ -414,7 +446,7 @@ class FakeGemini:
         reply = self._reply(body)
         if isinstance(reply, Raw):
             return web.json_response(reply.body, status=reply.status)
-        pieces = [reply[i:i + self.chunk_chars] for i in range(0, len(reply), self.chunk_chars)] or [""]
+        pieces = [reply[i : i + self.chunk_chars] for i in range(0, len(reply), self.chunk_chars)] or [""]
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -424,8 +456,10 @@ class FakeGemini:
             if self.break_after is not None and n >= self.break_after:
                 request.transport.close()  # mid-answer: the client sees the body end unfinished
                 return response
-            chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
-                     "modelVersion": "fake"}
+            chunk = {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+                "modelVersion": "fake",
+            }
             if n == len(pieces) - 1:
                 chunk = model_response(piece)
             await response.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")

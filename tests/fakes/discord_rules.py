@@ -1,4 +1,4 @@
-"""What Discord checks in a message it is asked to create or edit, for the fake (eval/fakes/discord.py).
+"""What Discord checks in a message it is asked to create or edit, for the fake (tests/fakes/discord.py).
 
 Components V2 (the IS_COMPONENTS_V2 flag, 1 << 15): no `content`, embeds, stickers or poll beside
 it; at most 40 components counting nested ones; at most 4,000 characters across its text displays;
@@ -9,6 +9,7 @@ limit), up to 5 action rows. Both: 10 files, action rows of 1–5 buttons with u
 custom_ids of 1–100 characters and labels of up to 80. A refusal is Discord's 400 with its error code
 (50035 Invalid Form Body, 50006 empty message).
 """
+
 from __future__ import annotations
 
 import copy
@@ -78,9 +79,11 @@ def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
     if (payload.get("flags") or 0) & V2_FLAG:
         for legacy in ("content", "embeds", "sticker_ids", "poll"):
             if payload.get(legacy):
-                raise _form(legacy, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
-                            "The 'content', 'embeds', 'sticker_ids' and 'poll' fields cannot be used "
-                            "with Components V2.")
+                raise _form(
+                    legacy,
+                    "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+                    "The 'content', 'embeds', 'sticker_ids' and 'poll' fields cannot be used with Components V2.",
+                )
         if not components:
             raise Refused(50006, "Cannot send an empty message")
         every = list(walk(components))
@@ -93,15 +96,21 @@ def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
                 raise _form("components", "UNION_TYPE_CHOICES", "That component cannot be inside a container.")
         text = sum(len(c.get("content") or "") for c in every if c.get("type") == 10)
         if text > MAX_TEXT:
-            raise _form("components", "COMPONENT_TEXT_TOO_LONG",
-                        f"{text} characters of text; at most {MAX_TEXT} across a message's components.")
+            raise _form(
+                "components",
+                "COMPONENT_TEXT_TOO_LONG",
+                f"{text} characters of text; at most {MAX_TEXT} across a message's components.",
+            )
         for c in every:
             if c.get("type") == 12 and len(c.get("items") or []) not in GALLERY_ITEMS:
                 raise _form("components", "BASE_TYPE_BAD_LENGTH", "A media gallery holds 1 to 10 items.")
             for url in _media_url(c):
                 if url.startswith("attachment://") and url.removeprefix("attachment://") not in filenames:
-                    raise _form("components", "UNFURLED_MEDIA_ITEM_ATTACHMENT_NOT_FOUND",
-                                f"{url} does not name a file of this message.")
+                    raise _form(
+                        "components",
+                        "UNFURLED_MEDIA_ITEM_ATTACHMENT_NOT_FOUND",
+                        f"{url} does not name a file of this message.",
+                    )
         return
     if any(c.get("type") != 1 for c in components) or len(components) > 5:
         raise _form("components", "UNION_TYPE_CHOICES", "Without Components V2, only up to 5 action rows.")
@@ -127,9 +136,13 @@ def embed_chars(embed: dict) -> int:
     """What counts towards the 6,000 characters of a message's embeds: title, description, field
     names and values, footer text and author name."""
     fields = embed.get("fields") or []
-    return (len(str(embed.get("title") or "")) + len(str(embed.get("description") or ""))
-            + sum(len(str(f.get("name") or "")) + len(str(f.get("value") or "")) for f in fields)
-            + len(str((embed.get("footer") or {}).get("text") or "")) + len(str((embed.get("author") or {}).get("name") or "")))
+    return (
+        len(str(embed.get("title") or ""))
+        + len(str(embed.get("description") or ""))
+        + sum(len(str(f.get("name") or "")) + len(str(f.get("value") or "")) for f in fields)
+        + len(str((embed.get("footer") or {}).get("text") or ""))
+        + len(str((embed.get("author") or {}).get("name") or ""))
+    )
 
 
 def _check_embed(embed: dict) -> None:
@@ -137,11 +150,14 @@ def _check_embed(embed: dict) -> None:
         if len(str(embed.get(part) or "")) > limit:
             raise _form(f"embeds.{part}", "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
     fields = embed.get("fields") or []
-    if len(fields) > MAX_FIELDS or any(len(str(f.get("name") or "")) > FIELD_NAME or
-                                       len(str(f.get("value") or "")) > FIELD_VALUE for f in fields):
+    if len(fields) > MAX_FIELDS or any(
+        len(str(f.get("name") or "")) > FIELD_NAME or len(str(f.get("value") or "")) > FIELD_VALUE for f in fields
+    ):
         raise _form("embeds.fields", "BASE_TYPE_MAX_LENGTH", "At most 25 fields, names of 256 and values of 1024.")
-    if len(str((embed.get("footer") or {}).get("text") or "")) > FOOTER or \
-            len(str((embed.get("author") or {}).get("name") or "")) > AUTHOR:
+    if (
+        len(str((embed.get("footer") or {}).get("text") or "")) > FOOTER
+        or len(str((embed.get("author") or {}).get("name") or "")) > AUTHOR
+    ):
         raise _form("embeds", "BASE_TYPE_MAX_LENGTH", "A footer holds 2048 characters, an author name 256.")
 
 
@@ -149,8 +165,11 @@ def check_edit(old: dict, payload: dict, files: dict) -> dict:
     """The message after the edit, checked; Refused when Discord would refuse the edit."""
     was_v2 = bool(old["flags"] & V2_FLAG)
     if "flags" in payload and payload["flags"] is not None and was_v2 and not payload["flags"] & V2_FLAG:
-        raise _form("flags", "MESSAGE_FLAGS_CANNOT_REMOVE_COMPONENTS_V2",
-                    "The Components V2 flag cannot be removed from a message.")
+        raise _form(
+            "flags",
+            "MESSAGE_FLAGS_CANNOT_REMOVE_COMPONENTS_V2",
+            "The Components V2 flag cannot be removed from a message.",
+        )
     merged = copy.deepcopy(old)
     for key in ("content", "embeds", "components"):
         if key in payload:
