@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 from pathlib import Path
 
 from core import (
-    SHARED_SCOPE,
     BadInput,
     PixelragError,
     Service,
@@ -20,6 +18,7 @@ from core import (
     usage_summary,
 )
 
+from .cli_arguments import build_parser
 from .logs import configure as configure_logs
 from .terminal import ProgressBar, exit_code, print_answer, print_report, printable, read_image, save_images
 
@@ -39,25 +38,6 @@ def _settings(args, existing: bool = True) -> Settings:
     if getattr(args, "jev", None) is not None:  # --jev / --no-jev win over PIXELRAG_JEV
         settings = settings.with_(jev="rerank" if args.jev else "off")
     return settings
-
-
-def health_option(p, what: str) -> None:
-    p.add_argument(
-        "--health-port",
-        type=int,
-        metavar="PORT",
-        help=f"serve /healthz and /readyz for probes on this port while {what} runs",
-    )
-
-
-def jev_option(p) -> None:
-    p.add_argument(
-        "--jev",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="let TypeSafe Jev pick the pages to read from 8 candidates (one extra request per "
-        "question; default: $PIXELRAG_JEV)",
-    )
 
 
 def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
@@ -94,12 +74,6 @@ async def cmd_index(args) -> int:
         report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
-
-
-SCOPE_HELP = (
-    "the collection instead of the shared one, as `status` names it (slack:T1, slack:T1/C9, discord:G1/…): "
-    "a chat's documents, for the operator"
-)
 
 
 async def cmd_reindex(args) -> int:
@@ -291,119 +265,21 @@ async def cmd_eval(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pixelrag", description="Answer questions about PDFs by reading their pages.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def common(p):
-        p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-        p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
-        p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-
-    p = sub.add_parser("index", help="index PDF files, folders of them, or URLs")
-    p.add_argument("sources", nargs="+", metavar="FILE_FOLDER_OR_URL")
-    p.add_argument("--recursive", "-r", action="store_true", help="a folder's subfolders too")
-    p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
-    common(p)
-    p.set_defaults(run=cmd_index)
-
-    p = sub.add_parser("reindex", help="fetch the shared collection's documents again; embed only changed pages")
-    p.add_argument("document", nargs="?", help="title, file name or id (default: all)")
-    p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
-    common(p)
-    p.set_defaults(run=cmd_reindex)
-
-    p = sub.add_parser("remove", help="remove a document from the shared collection")
-    p.add_argument("document", help="title, file name or id")
-    p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
-    common(p)
-    p.set_defaults(run=cmd_remove)
-
-    p = sub.add_parser("repair", help="make the newest intact snapshot active after damage; keep stray PDFs")
-    common(p)
-    p.set_defaults(run=cmd_repair)
-
-    p = sub.add_parser("migrate", help="copy the index folder into a PostgreSQL database, nothing embedded again")
-    p.add_argument("--to", required=True, metavar="postgresql://…", help="the database (as PIXELRAG_DATABASE_URL)")
-    common(p)
-    p.set_defaults(run=cmd_migrate)
-
-    p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
-    p.add_argument("question", nargs="?", default="")
-    p.add_argument("--image", action="append", help="screenshot to use as (part of) the query")
-    p.add_argument("--retrieve-only", action="store_true", help="stop after retrieval")
-    p.add_argument("--out", default="out", help="folder for preview and highlight images (default ./out)")
-    common(p)
-    jev_option(p)
-    p.set_defaults(run=cmd_ask)
-
-    p = sub.add_parser("status", help="what the index holds")
-    common(p)
-    p.set_defaults(run=cmd_status)
-
-    p = sub.add_parser("chat", help="talk to the bot in the terminal (same service as Slack and Discord)")
-    p.add_argument("--out", default="out/chat", help="folder for images")
-    common(p)
-    p.set_defaults(run=cmd_chat)
-
-    p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
-    p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
-    p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
-    health_option(p, "Socket Mode")
-    common(p)
-    jev_option(p)
-    p.set_defaults(run=cmd_slack)
-
-    p = sub.add_parser("discord", help="run the Discord bot")
-    health_option(p, "the bot")
-    common(p)
-    jev_option(p)
-    p.set_defaults(run=cmd_discord)
-
-    p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")
-    p.add_argument("--manifest", help="the Slack app manifest the token's scopes must cover (default: manifest.yml)")
-    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
-    p.set_defaults(run=cmd_doctor)
-
-    p = sub.add_parser("feedback", help="export the answers people rated in chat as evaluation questions")
-    p.add_argument("action", choices=["export"])
-    p.add_argument("--rating", choices=["bad", "good"], default="bad", help="which ratings (default: bad)")
-    p.add_argument("--out", help="JSONL file to write (default: standard output)")
-    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-    p.set_defaults(run=cmd_feedback)
-
-    p = sub.add_parser("eval", help="score retrieval (and the reader) on a questions file")
-    p.add_argument("questions", metavar="QUESTIONS.jsonl")
-    p.add_argument("--corpus", required=True, help="folder holding the PDFs the questions refer to")
-    p.add_argument("--index", help="index directory (default: index/eval-<backend>; built or updated incrementally)")
-    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
-    p.add_argument("--k", type=int, default=4, help="pages retrieved and scored (default 4)")
-    p.add_argument("--json", metavar="OUT", help="write the full report with each question's ranked pages")
-    p.add_argument("--retrieve-only", action="store_true", help="score retrieval only; do not run the reader")
-    p.add_argument("--key-facts", help="JSON {question id: [accepted forms]} for a set without key_fact fields")
-    p.add_argument(
-        "--document-languages",
-        help="JSON {file: language}, or a list of {file, lang} (eval/broad/corpus.json): adds the questions asked "
-        "in their page's language and in another as two groups",
-    )
-    p.add_argument("--out", help="folder for answer images (default: a temporary folder)")
-    p.add_argument(
-        "--variants",
-        default="crop,half,jpeg40,rot2,screenshot",
-        help="screenshot-query variants to run (comma-separated; default: all five)",
-    )
-    p.add_argument("--verbose-questions", action="store_true", help="print each question's ranking to stderr")
-    jev_option(p)
-    p.add_argument(
-        "--compare-jev",
-        action="store_true",
-        help="rank every question by the dense ranking and by Jev from the same 8 candidates; "
-        "exit 1 when the selector fell back or a question failed",
-    )
-    p.set_defaults(run=cmd_eval)
-    return parser
+COMMANDS = {  # the subcommands bot/cli_arguments.py defines
+    "index": cmd_index,
+    "reindex": cmd_reindex,
+    "remove": cmd_remove,
+    "repair": cmd_repair,
+    "migrate": cmd_migrate,
+    "ask": cmd_ask,
+    "status": cmd_status,
+    "chat": cmd_chat,
+    "slack": cmd_slack,
+    "discord": cmd_discord,
+    "doctor": cmd_doctor,
+    "feedback": cmd_feedback,
+    "eval": cmd_eval,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.environment = load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
         configure_logs(args.environment, args.verbose)
-        return asyncio.run(args.run(args))
+        return asyncio.run(COMMANDS[args.command](args))
     except PixelragError as exc:
         print(printable(f"pixelrag: {exc}"), file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """pixelrag's core, as the chat adapters and the CLI see it: this module is its public face.
 
 Adapters import from here only, and only what is listed in `__all__`: exactly the names bot/ uses,
-sorted (tests/core/test_public_face.py holds both). Behind it: indexing (core/indexing.py), answering
+sorted (tests/core/test_public_face.py holds both). Behind it: indexing (core/indexing/), answering
 (core/answering.py) and the conversation flow (core/conversation.py) over one store and one backend
 (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 """

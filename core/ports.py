@@ -1,6 +1,6 @@
 """The ports: what a backend fills (what it embeds, reads and rewrites; core/backends/base.py holds the
 policies that differ between backends: which words a page has, what a query embeds, how pages are
-ranked), where pages and thread memory live. The orchestration (core/indexing.py, core/answering.py,
+ranked), where pages and thread memory live. The orchestration (core/indexing/, core/answering.py,
 core/conversation.py) calls these and never asks which implementation it has.
 
 Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one. Pages and

@@ -1,4 +1,4 @@
-"""The service every adapter holds: an index to build (core/indexing.py) and turns to answer
+"""The service every adapter holds: an index to build (core/indexing/) and turns to answer
 (core/answering.py), over one store and one lazily made backend. Conversations with memory are in
 core/conversation.py."""
 

@@ -240,41 +240,6 @@ class IndexStore:
         listed = {d.sha256 for d in intact.documents} if intact else set()
         return sorted(p for p in (self.root / "sources").glob("*.pdf") if p.stem not in listed)
 
-    def repair(self) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
-        """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/, each with
-        the documents it was indexed as (its record, else what any readable manifest says of it)."""
-        for part in ("snapshots", "pages"):  # a file in a folder's place holds nothing of the index
-            if (self.root / part).exists() and not (self.root / part).is_dir():
-                (self.root / part).unlink()
-        intact = self.newest_intact()
-        moved = []
-        for path in self.orphaned_sources(intact):
-            target = self.root / "recovered" / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            documents = read_recorded(recorded_path(path)) or self._listed_as(path.stem)
-            write_replacing(
-                recorded_path(target), json.dumps([asdict(d) for d in documents], ensure_ascii=False).encode()
-            )
-            os.replace(path, target)
-            recorded_path(path).unlink(missing_ok=True)
-            moved.append((target, documents))
-        if intact is not None:
-            self.publish(intact.name)
-        else:  # every snapshot failed its checks and their PDFs are set aside: the index starts empty
-            (self.root / "ACTIVE").unlink(missing_ok=True)
-            shutil.rmtree(self.root / "snapshots", ignore_errors=True)
-        return (intact.name if intact else None), moved
-
-    def _listed_as(self, sha256: str) -> list[Document]:
-        """The documents any snapshot whose manifest can be read lists for a PDF (an index from before
-        the records were kept)."""
-        found: dict[tuple[str, str], Document] = {}
-        for name in self.snapshot_names():
-            for doc in self.documents_of(name) or []:
-                if doc.sha256 == sha256:
-                    found.setdefault((doc.scope, doc.doc_id), doc)
-        return list(found.values())
-
     def newest_intact(self) -> Snapshot | None:
         """The newest snapshot that passes its checks, whichever is active."""
         for name in self.snapshot_names():

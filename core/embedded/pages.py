@@ -19,6 +19,7 @@ from .disk import write_replacing
 from .index_folder import IndexStore
 from .page_builds import embedded_build
 from .page_search import EmbeddedSearch
+from .recovery import repair
 from .snapshot_format import Snapshot
 
 log = logging.getLogger(__name__)
@@ -120,10 +121,10 @@ class EmbeddedPages:
         """Nothing is held open between questions: files are opened as they are read."""
 
     async def repair(self) -> tuple[str | None, list]:
-        """The newest intact snapshot made active, stray PDFs moved to recovered/ (IndexStore.repair),
+        """The newest intact snapshot made active, stray PDFs moved to recovered/ (recovery.repair),
         under the folder's build lock."""
         with await asyncio.to_thread(self.store.lock):
-            return await asyncio.to_thread(self.store.repair)
+            return await asyncio.to_thread(repair, self.store)
 
     async def verify(self) -> tuple[list[Document], list[str]]:
         """The active snapshot opened with every check, its source PDFs hashed, its page images looked at."""

@@ -1,12 +1,20 @@
-"""Building over a damaged index: what to build on, and which documents to rebuild from their stored
-PDFs, so that a build never loses documents it was not asked to touch."""
+"""Damage to an index folder: what a build over it starts from, and which documents it rebuilds from their
+stored PDFs, so that a build never loses documents it was not asked to touch (`recover`); and `repair`,
+which makes the newest intact snapshot active and sets aside the PDFs no intact snapshot lists."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
 
-from ..documents import Source, hide_credentials
+from ..documents import Source, hide_credentials, read_recorded, recorded_path
 from ..errors import IndexProblem
+from ..records import Document
+from .disk import write_replacing
 from .index_folder import IndexStore
 from .snapshot_format import Snapshot
 
@@ -55,3 +63,39 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
             "intact snapshot without them, then index them again."
         )
     return previous, recovered
+
+
+def repair(store: IndexStore) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
+    """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/, each with
+    the documents it was indexed as (its record, else what any readable manifest says of it)."""
+    root = store.root
+    for part in ("snapshots", "pages"):  # a file in a folder's place holds nothing of the index
+        if (root / part).exists() and not (root / part).is_dir():
+            (root / part).unlink()
+    intact = store.newest_intact()
+    moved = []
+    for path in store.orphaned_sources(intact):
+        target = root / "recovered" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        documents = read_recorded(recorded_path(path)) or _listed_as(store, path.stem)
+        write_replacing(recorded_path(target), json.dumps([asdict(d) for d in documents], ensure_ascii=False).encode())
+        os.replace(path, target)
+        recorded_path(path).unlink(missing_ok=True)
+        moved.append((target, documents))
+    if intact is not None:
+        store.publish(intact.name)
+    else:  # every snapshot failed its checks and their PDFs are set aside: the index starts empty
+        (root / "ACTIVE").unlink(missing_ok=True)
+        shutil.rmtree(root / "snapshots", ignore_errors=True)
+    return (intact.name if intact else None), moved
+
+
+def _listed_as(store: IndexStore, sha256: str) -> list[Document]:
+    """The documents any snapshot whose manifest can be read lists for a PDF (an index from before the
+    records were kept)."""
+    found: dict[tuple[str, str], Document] = {}
+    for name in store.snapshot_names():
+        for doc in store.documents_of(name) or []:
+            if doc.sha256 == sha256:
+                found.setdefault((doc.scope, doc.doc_id), doc)
+    return list(found.values())

@@ -267,7 +267,7 @@ class Clock:
 
 
 async def test_indexing_progress_carries_the_pace_and_time_left(service, tmp_path, monkeypatch):
-    monkeypatch.setattr("core.indexing.time.monotonic", Clock())
+    monkeypatch.setattr("core.indexing.document.time.monotonic", Clock())
     records = []
     pdf = text_pdf(tmp_path / "long.pdf", [f"Section {n}: the X{n} valve opens at {n} bar." for n in range(1, 21)])
     await service.index([str(pdf)], progress=records.append)

@@ -1,0 +1,9 @@
+"""Building the index: a request (paths, URLs, an attachment, a re-index, a move, a removal) becomes one
+build (indexer.py), which builds each document (document.py: render -> words -> embed, reusing unchanged
+pages) and publishes them together. A build never loses documents it was not asked to touch, even over
+a damaged index (core/embedded/recovery.py)."""
+
+from .document import ProgressFn
+from .indexer import Indexer, build_key
+
+__all__ = ["Indexer", "ProgressFn", "build_key"]
