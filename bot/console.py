@@ -10,7 +10,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from core import SHARED_SCOPE, Conversation, PixelragError, QueryImage, Service, Settings, ThreadStore
+from core import SHARED_SCOPE, Conversation, EmbeddedThreads, PixelragError, QueryImage, Service, Settings
 
 from .terminal import ProgressBar, print_answer, print_report, printable, read_image, save_images
 
@@ -23,7 +23,7 @@ HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread
 
 
 async def run_console(settings: Settings, out_dir: Path, stdin=None) -> int:
-    threads = await ThreadStore(Path(":memory:")).open()
+    threads = await EmbeddedThreads(Path(":memory:")).open()
     try:
         async with Service(settings) as service:
             conversation = Conversation(service, threads, settings.history_exchanges)

@@ -11,7 +11,7 @@ from .conversation import Conversation, rate_answer
 from .delivery import Delivery
 from .diagnosis import FAIL, OK, SKIP, Finding, Findings
 from .documents import hide_credentials, looks_like_pdf
-from .embedded.threads import ThreadKey, ThreadStore
+from .embedded.threads import EmbeddedThreads, ThreadKey
 from .errors import (
     BadInput,
     Busy,
@@ -26,7 +26,7 @@ from .errors import (
 from .markup import literal
 from .metrics import watch_loop_lag
 from .ports import ThreadMemory
-from .postgres.migration import migrate_index, migrate_threads
+from .postgres.from_folder import migrate_index, migrate_threads
 from .query_images import attachment_kind, validate_query_image
 from .question_ids import QUESTION_ID
 from .records import (
@@ -68,6 +68,7 @@ __all__ = [
     "DatabaseUnavailable",
     "Delivery",
     "Document",
+    "EmbeddedThreads",
     "FAIL",
     "Finding",
     "Findings",
@@ -88,7 +89,6 @@ __all__ = [
     "TextDelta",
     "ThreadKey",
     "ThreadMemory",
-    "ThreadStore",
     "Turn",
     "attachment_kind",
     "channel_scope",

@@ -6,20 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from .config import Settings
-from .embedded.index_folder import IndexStore
+from .embedded.index_folder import IndexFolder
 from .embedded.pages import EmbeddedPages
-from .embedded.threads import ThreadStore
+from .embedded.threads import EmbeddedThreads
 from .ports import PageStore, ThreadMemory
 
 
 def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:
     """Not yet opened: `await thread_memory(...).open()`."""
     if settings.database_url:
-        from .postgres.threads import PostgresThreadStore
+        from .postgres.threads import PostgresThreads
 
         # The lease outlasts the longest an answer may take, so a live replica's work is never redone.
-        return PostgresThreadStore(settings.database_url, lease_s=settings.answer_timeout_s + 60)
-    return ThreadStore(sqlite_path)
+        return PostgresThreads(settings.database_url, lease_s=settings.answer_timeout_s + 60)
+    return EmbeddedThreads(sqlite_path)
 
 
 def page_store(settings: Settings) -> PageStore:
@@ -28,4 +28,4 @@ def page_store(settings: Settings) -> PageStore:
         from .postgres.pages import PostgresPages
 
         return PostgresPages(settings.database_url)
-    return EmbeddedPages(IndexStore(settings.index_dir))
+    return EmbeddedPages(IndexFolder(settings.index_dir))

@@ -2,7 +2,7 @@
 
     python eval/bench_open.py [--pages 100000] [--words 150] [--dim 768]
 
-Writes one snapshot through IndexStore (N pages of Zipf-distributed words with boxes, one 768-d
+Writes one snapshot through IndexFolder (N pages of Zipf-distributed words with boxes, one 768-d
 vector each, 100 documents), then opens it three ways in fresh child processes, each reporting its
 time and resident memory:
 - "full": every page's words parsed, every source PDF hashed (what a build, `pixelrag status` and,
@@ -28,17 +28,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.embedded.index_folder import IndexStore  # noqa: E402
+from core.embedded.index_folder import IndexFolder  # noqa: E402
 from core.records import Document, Page, Word  # noqa: E402
 
 CHILD = """
 import json, os, sys, time
 sys.path.insert(0, {root!r})
-from core.embedded.index_folder import IndexStore
+from core.embedded.index_folder import IndexFolder
 from core.embedded.pages import EmbeddedPages
 from core.ranking.bm25 import lexical_index
 t = time.perf_counter()
-store = IndexStore(__import__("pathlib").Path({index!r}))
+store = IndexFolder(__import__("pathlib").Path({index!r}))
 if {mode!r} == "serving":
     snap, lexical = EmbeddedPages(store).snapshot()
 else:
@@ -54,7 +54,7 @@ print(json.dumps({{"seconds": seconds, "rss_mb": rss, "words": len(page.words), 
 def build(root: Path, n: int, words_per_page: int, dim: int, rng) -> None:
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     vocab = ["".join(rng.choice(letters, size=rng.integers(4, 11))) for _ in range(50_000)]
-    store = IndexStore(root)
+    store = IndexFolder(root)
     per_doc = n // 100
     documents, pages = [], []
     for d in range(100):

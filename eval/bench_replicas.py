@@ -57,7 +57,7 @@ async def run(args, url: str) -> dict:
 
     from bot.slack import build_app
     from core.config import Settings
-    from core.postgres.threads import PostgresThreadStore
+    from core.postgres.threads import PostgresThreads
     from core.service import Service
     from eval.sample_document import build
     from tests.fakes.gemini import FakeGemini
@@ -89,7 +89,7 @@ async def run(args, url: str) -> dict:
                 replicas = []
                 for _ in range(2):
                     service = TimedService(Service(settings))
-                    threads = PostgresThreadStore(url, lease_s=settings.answer_timeout_s + 60)
+                    threads = PostgresThreads(url, lease_s=settings.answer_timeout_s + 60)
                     app, bot = build_app(settings, service, threads)
                     replicas.append((app, bot, service, threads))
 

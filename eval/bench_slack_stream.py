@@ -41,7 +41,7 @@ async def main_async(questions: int, ttft: float) -> None:
 
     from bot.slack import build_app
     from core.config import Settings
-    from core.embedded.threads import ThreadStore
+    from core.embedded.threads import EmbeddedThreads
     from core.service import Service
     from eval.sample_document import build
     from tests.fakes.gemini import FakeGemini
@@ -61,7 +61,7 @@ async def main_async(questions: int, ttft: float) -> None:
                 )
                 service = Service(settings)
                 await service.index_bytes(build(tmp / "hf300.pdf").read_bytes(), "hf300.pdf", scope="slack:T1")
-                store = ThreadStore(tmp / "threads.sqlite")
+                store = EmbeddedThreads(tmp / "threads.sqlite")
                 app, bot = build_app(settings, service, store)
                 gemini.first_token_s, gemini.chunk_chars = ttft, 24
                 gemini.handler = lambda body: {

@@ -80,7 +80,7 @@ def no_leftover_database_threads():
     ]
     for t in left:
         t.join(2)
-    assert not [t for t in left if t.is_alive()], "a ThreadStore was left open"
+    assert not [t for t in left if t.is_alive()], "a EmbeddedThreads was left open"
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ class PixelragBot(commands.Bot):
             allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True),
         )
         self.options = options
+        self.threads = threads  # where the feedback buttons' ratings go
         self.handlers = DiscordHandlers(service, threads, settings, me=lambda: self.user, options=options)
 
     async def add_cogs(self) -> None:

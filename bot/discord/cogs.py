@@ -35,14 +35,14 @@ class QuestionsCog(commands.Cog, name="Questions"):
 
 
 class DocumentsCog(commands.Cog, name="Documents"):
-    """/docs for everyone; /index, /reindex, /remove, /scope and /indexing for those `Access` allows."""
+    """/docs for everyone; /index, /reindex, /remove, /scope and /indexing for those `Permissions` allows."""
 
     def __init__(self, handlers: DiscordHandlers):
         self.handlers = handlers
         # Manage Server hides the admin commands by default; with a custom role or user list they
         # stay visible and the handler's own check decides. Set per instance (the cog's own copies
         # of the commands), because the configuration is only known at run time.
-        if not handlers.access.customised:
+        if not handlers.permissions.customised:
             for command in (self.index, self.reindex, self.remove, self.scope, self.indexing):
                 command.default_permissions = discord.Permissions(manage_guild=True)
 

@@ -44,7 +44,7 @@ class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
     async def callback(self, interaction: discord.Interaction) -> None:
         # discord.py types the client as any Client; this item is registered on PixelragBot only.
         bot = cast("PixelragBot", interaction.client)
-        await record(bot.handlers.threads, interaction, self.turn_id, self.rating)
+        await record(bot.threads, interaction, self.turn_id, self.rating)
 
 
 def feedback_row(turn_id: int) -> discord.ui.ActionRow:

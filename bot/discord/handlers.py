@@ -30,14 +30,14 @@ from core import (
     own_and_shared,
 )
 
-from .access import Access
-from .delivery import GENERIC_FAILURE, Replier, deliver, say
 from .feedback import feedback_view
 from .files import Attachments, kind
-from .layout import Rendered, render_layout
+from .layout import render_layout
+from .permissions import Permissions
 from .progress import ProgressNotice
 from .render import (
     NO_PINGS,
+    Rendered,
     code,
     describe_report,
     place_note,
@@ -46,6 +46,7 @@ from .render import (
     shown_text,
     text_messages,
 )
+from .replies import GENERIC_FAILURE, Replier, deliver, say
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
 from .stream import AnswerStream
@@ -73,7 +74,7 @@ class DiscordHandlers:
         self.settings = settings
         self.options = options if options is not None else DiscordSettings.parse(settings.extra)
         self.me = me  # the bot's own user, known once logged in
-        self.access = Access.of(self.options)
+        self.permissions = Permissions.of(self.options)
         self.files = Attachments(settings)
         self.conversation = Conversation(service, threads, settings.history_exchanges)
         self.clock, self.sleep = (
@@ -172,8 +173,8 @@ class DiscordHandlers:
         if message.guild is None:
             raise BadInput("Indexing works in a server; in DMs I answer from the shared collection only.")
         perms = getattr(message.author, "guild_permissions", None)
-        if not self.access.allows(message.author, perms):
-            await say(place, self.access.refusal())
+        if not self.permissions.allows(message.author, perms):
+            await say(place, self.permissions.refusal())
             return
         scope = await indexing_scope(self.threads, scope_for(message.guild.id, message.channel))
         status = await place.send(
@@ -318,8 +319,8 @@ class DiscordHandlers:
                 "Documents are managed in a server; in DMs I answer from the shared collection only.", ephemeral=True
             )
             return False
-        if not self.access.allows(interaction.user, interaction.permissions):
-            await interaction.response.send_message(self.access.refusal(), ephemeral=True)
+        if not self.permissions.allows(interaction.user, interaction.permissions):
+            await interaction.response.send_message(self.permissions.refusal(), ephemeral=True)
             return False
         return True
 

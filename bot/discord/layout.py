@@ -41,15 +41,6 @@ MAX_ALT = 256  # a gallery item's description
 
 
 @dataclass
-class Rendered:
-    """One answer, both ways: Components V2 messages, and the embed messages used where the layout
-    is refused (an older client API, a proxy) or turned off (DISCORD_LAYOUT=embeds)."""
-
-    v2: list[Outgoing]
-    classic: list[Outgoing] = field(default_factory=list)
-
-
-@dataclass
 class _Evidence:
     files: list[discord.File] = field(default_factory=list)
     alts: list[str] = field(default_factory=list)

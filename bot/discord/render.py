@@ -113,6 +113,15 @@ class Outgoing:
         }
 
 
+@dataclass
+class Rendered:
+    """One answer, both ways: Components V2 messages, and the embed messages used where the layout
+    is refused (an older client API, a proxy) or turned off (DISCORD_LAYOUT=embeds)."""
+
+    v2: list[Outgoing]
+    classic: list[Outgoing] = field(default_factory=list)
+
+
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
     return split_pieces(text, limit)
 

@@ -21,9 +21,9 @@ import discord
 
 from core import Step, TextDelta
 
-from .delivery import SendMessage, deliver, deliver_answer, layout_refused
-from .layout import Rendered, status_layout, status_text
-from .render import MAX_CONTENT, NO_PINGS
+from .layout import status_layout, status_text
+from .render import MAX_CONTENT, NO_PINGS, Rendered
+from .replies import SendMessage, deliver, deliver_answer, layout_refused
 
 log = logging.getLogger("pixelrag.discord")
 

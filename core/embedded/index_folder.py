@@ -51,7 +51,7 @@ def is_jpeg(path: Path) -> bool:
         return False
 
 
-class IndexStore:
+class IndexFolder:
     def __init__(self, root: Path):
         self.root = Path(root)
 

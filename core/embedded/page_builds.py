@@ -17,7 +17,7 @@ from ..errors import IndexProblem
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex
 from ..records import Document, Page
-from .index_folder import IndexStore
+from .index_folder import IndexFolder
 from .recovery import recover
 from .snapshot_format import Snapshot
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 class EmbeddedBuild:
-    def __init__(self, store: IndexStore, previous: Snapshot | None, damaged: bool, recovered: list):
+    def __init__(self, store: IndexFolder, previous: Snapshot | None, damaged: bool, recovered: list):
         self.store, self.previous = store, previous
         self.damaged, self.recovered = damaged, recovered
         self.name = previous.name if previous else None
@@ -105,7 +105,7 @@ class EmbeddedBuild:
 
 @contextlib.asynccontextmanager
 async def embedded_build(
-    store: IndexStore,
+    store: IndexFolder,
     active_snapshot: Callable[[], Snapshot | None],
     on_wait: Callable[[str], None],
     warnings: list[str],

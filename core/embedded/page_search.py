@@ -13,14 +13,14 @@ from ..ranking.dense import dense_page_scores
 from ..ranking.fusion import fuse_scores
 from ..ranking.gaps import fill_gaps
 from ..records import Document, Hit, ReaderPage
-from .index_folder import IndexStore
+from .index_folder import IndexFolder
 from .snapshot_format import Snapshot
 
 
 class EmbeddedSearch:
     """One question's search over the snapshot: every visible page is scored (vectors in memory)."""
 
-    def __init__(self, store: IndexStore, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document]):
+    def __init__(self, store: IndexFolder, snap: Snapshot, lexical: LexicalIndex, documents: dict[str, Document]):
         self.store, self.snap, self.lexical, self.documents = store, snap, lexical, documents
         self.built_with = snap.built_with
         self.allowed = np.isin(snap.page_docs, list(documents))

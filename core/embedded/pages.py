@@ -16,7 +16,7 @@ from ..ranking.bm25 import LexicalIndex, lexical_index
 from ..records import Document
 from ..scopes import visible
 from .disk import write_replacing
-from .index_folder import IndexStore
+from .index_folder import IndexFolder
 from .page_builds import embedded_build
 from .page_search import EmbeddedSearch
 from .recovery import repair
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class EmbeddedPages:
-    def __init__(self, store: IndexStore):
+    def __init__(self, store: IndexFolder):
         self.store = store
         self._cached: tuple[str, Snapshot, LexicalIndex] | None = None
         self._load_lock = asyncio.Lock()

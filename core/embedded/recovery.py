@@ -15,11 +15,11 @@ from ..documents import Source, hide_credentials, read_recorded, recorded_path
 from ..errors import IndexProblem
 from ..records import Document
 from .disk import write_replacing
-from .index_folder import IndexStore
+from .index_folder import IndexFolder
 from .snapshot_format import Snapshot
 
 
-def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
+def recover(store: IndexFolder, problem: IndexProblem, warnings: list[str]) -> tuple[Snapshot | None, list]:
     """Over a damaged active snapshot: the newest intact snapshot to build on, and the documents
     the damaged one listed that it lacks, to be rebuilt from their stored PDFs."""
     try:
@@ -65,7 +65,7 @@ def recover(store: IndexStore, problem: IndexProblem, warnings: list[str]) -> tu
     return previous, recovered
 
 
-def repair(store: IndexStore) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
+def repair(store: IndexFolder) -> tuple[str | None, list[tuple[Path, list[Document]]]]:
     """Activate the newest intact snapshot (or none) and move orphaned PDFs to recovered/, each with
     the documents it was indexed as (its record, else what any readable manifest says of it)."""
     root = store.root
@@ -90,7 +90,7 @@ def repair(store: IndexStore) -> tuple[str | None, list[tuple[Path, list[Documen
     return (intact.name if intact else None), moved
 
 
-def _listed_as(store: IndexStore, sha256: str) -> list[Document]:
+def _listed_as(store: IndexFolder, sha256: str) -> list[Document]:
     """The documents any snapshot whose manifest can be read lists for a PDF (an index from before the
     records were kept)."""
     found: dict[tuple[str, str], Document] = {}

@@ -50,7 +50,7 @@ class Snapshot:
         if self.words_file is None:
             return self.pages[i]
         try:
-            if self.word_offsets is None:  # set with words_file (IndexStore.open): reported as damage
+            if self.word_offsets is None:  # set with words_file (IndexFolder.open): reported as damage
                 raise TypeError("no word offsets")
             with open(self.words_file, "rb") as lines:
                 lines.seek(int(self.word_offsets[i]))

@@ -74,7 +74,7 @@ MIGRATIONS = (
 KEEP_EVENTS_S = 7 * 24 * 3600  # platforms redeliver within minutes; a week is ample
 
 
-class ThreadStore:
+class EmbeddedThreads:
     """ThreadMemory (core/ports.py) in one SQLite file: the embedded default."""
 
     def __init__(self, path: Path, lease_s: float = 300.0):
@@ -85,7 +85,7 @@ class ThreadStore:
         self._closed = False
         self._opening = asyncio.Lock()  # two first deliveries at once must not both migrate
 
-    async def open(self) -> ThreadStore:
+    async def open(self) -> EmbeddedThreads:
         if self._closed:
             raise RuntimeError("the thread store is closed")  # a late task must not leave a connection open
         async with self._opening:

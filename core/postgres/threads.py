@@ -23,7 +23,7 @@ KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
 CLAIM_WAIT_S = 2.0  # a delivery is claimed within Slack's 3 s to acknowledge it, or left to be redelivered
 
 
-class PostgresThreadStore:
+class PostgresThreads:
     def __init__(self, url: str, lease_s: float = 150.0):
         self.url = url
         self.lease_s = lease_s  # longer than an answer may take (its deadline), shorter than Slack's last retry
@@ -32,7 +32,7 @@ class PostgresThreadStore:
         self._closed = False
         self._opening = asyncio.Lock()  # first deliveries at once must share one pool
 
-    async def open(self) -> PostgresThreadStore:
+    async def open(self) -> PostgresThreads:
         if self._closed:
             raise RuntimeError("the thread store is closed")
         async with self._opening:

@@ -9,7 +9,7 @@ import pytest
 
 from bot.discord import build_client
 from core.config import Settings
-from core.embedded.threads import ThreadStore
+from core.embedded.threads import EmbeddedThreads
 from tests.fakes.discord import FakeDiscord
 
 
@@ -37,7 +37,7 @@ async def discord_api():
 @pytest.fixture
 async def bot(tmp_path, discord_api):
     """The real bot, logged in against the fake; its thread memory in tmp_path."""
-    threads = await ThreadStore(tmp_path / "threads.sqlite").open()
+    threads = await EmbeddedThreads(tmp_path / "threads.sqlite").open()
     clients = []
 
     async def make(service, **extra):

@@ -19,7 +19,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.slack import build_app, render
 from core.config import Settings
-from core.embedded.threads import ThreadStore
+from core.embedded.threads import EmbeddedThreads
 from core.records import Answer
 from core.service import Service
 from tests.fakes.slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
@@ -95,7 +95,7 @@ class Harness:
     bot: object
     fake: FakeSlack
     service: SpyService
-    store: ThreadStore
+    store: EmbeddedThreads
     settings: Settings
 
     def _ts(self) -> str:
@@ -235,7 +235,7 @@ async def make_harness(fake, tmp_path):
 
     async def make(settings: Settings | None = None, service: Service | None = None, threads=None) -> Harness:
         settings = settings or base_settings(fake, tmp_path)
-        store = threads or ThreadStore(tmp_path / "threads.sqlite")
+        store = threads or EmbeddedThreads(tmp_path / "threads.sqlite")
         stores.append(store)
         spy = SpyService(service or Service(settings))
         return Harness(*build_app(settings, spy, store), fake, spy, store, settings)

@@ -18,12 +18,12 @@ import pytest
 from PIL import Image
 
 from bot.discord import DiscordHandlers, build_client
-from bot.discord.delivery import deliver
 from bot.discord.progress import ProgressNotice
 from bot.discord.render import MAX_CONTENT, NO_PINGS, Outgoing, render_answer, split_text
+from bot.discord.replies import deliver
 from bot.discord.routing import scope_for, thread_key
 from core.config import Settings
-from core.embedded.threads import ThreadStore
+from core.embedded.threads import EmbeddedThreads
 from core.errors import RemoteError
 from core.records import (
     SHARED_SCOPE,
@@ -295,7 +295,7 @@ class FakeService:
 
 @pytest.fixture
 async def store(tmp_path):
-    threads = await ThreadStore(tmp_path / "threads.sqlite").open()
+    threads = await EmbeddedThreads(tmp_path / "threads.sqlite").open()
     yield threads
     await threads.close()
 
@@ -1162,7 +1162,7 @@ async def test_answers_carry_feedback_buttons_that_any_process_understands(store
         button = await FeedbackButton.from_custom_id(MagicMock(), MagicMock(), match)
         click = make_interaction(guild, user=make_user(uid=user))
         click.client = MagicMock()
-        click.client.handlers = h
+        click.client.threads = store  # the bot keeps its thread memory for the buttons
         await button.callback(click)
         click.response.send_message.assert_awaited_once()
         assert click.response.send_message.call_args.kwargs["ephemeral"] is True

@@ -404,8 +404,9 @@ async def test_layout_limits_and_a_citation_without_images():
 async def test_an_upload_refused_for_a_layout_still_delivers_the_words():
     from unittest.mock import AsyncMock
 
-    from bot.discord.delivery import deliver_answer
-    from bot.discord.layout import Rendered, render_layout
+    from bot.discord.layout import render_layout
+    from bot.discord.render import Rendered
+    from bot.discord.replies import deliver_answer
     from core.records import Turn
 
     cite_answer = await FakeService().answer(Turn("q", (), "shared", "", ()))

@@ -1327,12 +1327,12 @@ async def test_an_answer_slack_refuses_is_posted_plain_and_kept_for_a_retry(slac
 async def test_two_replicas_on_one_database_answer_each_event_once(make_harness, fake, tmp_path, database_url):
     import asyncio
 
-    from core.postgres.threads import PostgresThreadStore
+    from core.postgres.threads import PostgresThreads
 
     settings = base_settings(fake, tmp_path)
     await Service(settings).index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
-    a = await make_harness(service=Service(settings), threads=PostgresThreadStore(database_url))
-    b = await make_harness(service=Service(settings), threads=PostgresThreadStore(database_url))
+    a = await make_harness(service=Service(settings), threads=PostgresThreads(database_url))
+    b = await make_harness(service=Service(settings), threads=PostgresThreads(database_url))
     ts = a._ts()
     text = f"<@{BOT_USER_ID}> What is the X200 weight?"
     mention = {"type": "app_mention", "user": "U1", "text": text, "ts": ts}

@@ -148,11 +148,11 @@ def test_settings_come_from_dotenv_and_the_environment_wins(tmp_path):
 def test_feedback_export_reads_the_bots_thread_memory(env, capsys):
     import asyncio
 
-    from core import ThreadStore
+    from core import EmbeddedThreads
     from core.records import Exchange
 
     async def rate() -> None:
-        store = await ThreadStore(env / "index" / "slack-threads.sqlite").open()
+        store = await EmbeddedThreads(env / "index" / "slack-threads.sqlite").open()
         turn = await store.add(("slack", "T1", "C1", "1.0"), Exchange("How wide?", "320 mm", "How wide is the X200?"))
         await store.rate(turn, "T1:U1", "bad")
         await store.close()
@@ -251,10 +251,10 @@ def test_status_shows_every_workspaces_usage_from_both_bots(env, capsys):
     import asyncio
     import time
 
-    from core import ThreadStore
+    from core import EmbeddedThreads
 
     async def spend(path: Path, platform: str, counts: dict) -> None:
-        store = await ThreadStore(path).open()
+        store = await EmbeddedThreads(path).open()
         await store.add_usage(platform, "W1", counts, time.time())
         await store.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core.config import Settings
-from core.postgres.threads import PostgresThreadStore
+from core.postgres.threads import PostgresThreads
 from core.service import Service
 from tests.adapters.slack_harness import PUMP_PDF, answer_posts, base_settings
 from tests.fakes.slack import BOT_USER_ID
@@ -63,7 +63,7 @@ async def bot_on(database, make_harness, fake, tmp_path, services):
     service = Service(settings)
     services.append(service)
     await service.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
-    return await make_harness(service=service, threads=PostgresThreadStore(database.url))
+    return await make_harness(service=service, threads=PostgresThreads(database.url))
 
 
 async def test_after_a_restart_the_first_question_is_answered(database, make_harness, fake, tmp_path, services):
@@ -182,7 +182,7 @@ async def test_a_discord_question_during_an_outage_is_told_so(database):
         make_text_channel,
     )
 
-    store = await PostgresThreadStore(database.url).open()
+    store = await PostgresThreads(database.url).open()
     try:
         service = FakeService()
         handlers = handlers_for(service, store)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from core.embedded.index_folder import IndexStore
+from core.embedded.index_folder import IndexFolder
 from tests.conftest import text_pdf
 
 
@@ -32,7 +32,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 
 def titles(index: Path = Path("index")) -> list[str]:
-    snap = IndexStore(index).open()
+    snap = IndexFolder(index).open()
     return sorted(d.title for d in snap.documents)
 
 
@@ -53,7 +53,7 @@ def three_docs(env, capsys):
 
 
 def active_folder() -> Path:
-    return Path("index/snapshots") / IndexStore(Path("index")).active_name()
+    return Path("index/snapshots") / IndexFolder(Path("index")).active_name()
 
 
 def test_a_build_over_truncated_vectors_keeps_every_document(three_docs, capsys):
@@ -100,7 +100,7 @@ def test_a_build_over_a_lost_manifest_refuses_then_repair_keeps_the_pdfs(three_d
 
 def test_cleanup_never_trips_over_a_damaged_older_snapshot(three_docs, capsys):
     snapshots = sorted(Path("index/snapshots").iterdir())
-    older = next(p for p in snapshots if p.name != IndexStore(Path("index")).active_name())
+    older = next(p for p in snapshots if p.name != IndexFolder(Path("index")).active_name())
     (older / "manifest.json").write_text("{ not json")
     code, out, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 0 and not err.strip().startswith("pixelrag:"), err
@@ -262,12 +262,12 @@ def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monke
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    before = IndexStore(Path("index")).active_name()
+    before = IndexFolder(Path("index")).active_name()
     files = sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir())
     monkeypatch.setattr(core.embedded.index_folder, "write_words", full)
     code, _, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 2 and err.startswith("pixelrag: The disk holding the index is full (No space left on device)")
-    assert "Traceback" not in err and IndexStore(Path("index")).active_name() == before
+    assert "Traceback" not in err and IndexFolder(Path("index")).active_name() == before
     assert not [p for p in Path("index/snapshots").iterdir() if p.name.startswith(".tmp-")]
     assert titles() == ["pump.pdf", "relay.pdf"]
     # Before: valve.pdf's stored copy and its page image stayed, on a disk already full.
@@ -358,15 +358,15 @@ def test_a_lost_active_pointer_is_damage_not_an_empty_index(three_docs, capsys):
 def test_a_build_that_would_lose_a_damaged_document_refuses_until_repair(three_docs, capsys):
     # pump.pdf's snapshot is damaged and its stored PDF gone: nothing can bring it back, so no build may
     # publish without it unasked. Before: published with a warning, pump.pdf gone.
-    active = IndexStore(Path("index")).active_name()
+    active = IndexFolder(Path("index")).active_name()
     vectors = active_folder() / "vectors.npy"
     vectors.write_bytes(vectors.read_bytes()[:100])
-    pump = IndexStore(Path("index")).documents_of(active)
+    pump = IndexFolder(Path("index")).documents_of(active)
     [sha] = [d.sha256 for d in pump if d.title == "pump.pdf"]
     Path(f"index/sources/{sha}.pdf").unlink()
     code, out, err = run(capsys, "index", str(three_docs["valve"]))
     assert code == 2 and "pump.pdf (from" in err and "Nothing was changed" in err and "pixelrag repair" in err, err
-    assert IndexStore(Path("index")).active_name() == active
+    assert IndexFolder(Path("index")).active_name() == active
     code, out, _ = run(capsys, "repair")
     assert code == 0 and titles() == ["relay.pdf"]
     assert run(capsys, "index", str(three_docs["pump"]), str(three_docs["valve"]))[0] == 0
@@ -380,7 +380,7 @@ def test_a_file_name_that_is_not_utf8_is_indexed_and_leaves_no_orphan(three_docs
     code, out, err = run(capsys, "index", name)
     assert code == 0 and "Traceback" not in err, err
     assert "valve-\ufffd.pdf" in titles()
-    assert not IndexStore(Path("index")).orphaned_sources(IndexStore(Path("index")).open())
+    assert not IndexFolder(Path("index")).orphaned_sources(IndexFolder(Path("index")).open())
 
 
 def test_an_argument_too_long_for_a_file_name_is_one_line(env, capsys):
@@ -409,10 +409,10 @@ def test_status_and_ask_on_a_read_only_mount(three_docs, capsys, tmp_path_factor
     import asyncio
     import subprocess
 
-    from core.embedded.threads import ThreadStore
+    from core.embedded.threads import EmbeddedThreads
 
     async def one_question() -> None:  # a thread memory with something in it, as a bot leaves it
-        store = await ThreadStore(Path("index/slack-threads.sqlite")).open()
+        store = await EmbeddedThreads(Path("index/slack-threads.sqlite")).open()
         await store.record_question("slack", "T1", "U1", 1.0)
         await store.close()
 

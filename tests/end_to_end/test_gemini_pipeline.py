@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from core.config import Settings
-from core.embedded.index_folder import IndexStore
+from core.embedded.index_folder import IndexFolder
 from core.errors import IndexProblem, RemoteError
 from core.records import Turn
 from core.service import Service
@@ -117,7 +117,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
     async with FakeGemini(latency=0.3) as fake:
         settings = gemini_settings(fake, tmp_path)
         await Service(settings).index([str(brochure)])
-        active = IndexStore(settings.index_dir).active_name()
+        active = IndexFolder(settings.index_dir).active_name()
         question = Turn("technical specifications: rated power, supply voltage")
         hits_before = (await Service(settings).answer(question, retrieve_only=True)).hits
         big = text_pdf(tmp_path / "big.pdf", [f"Page {i} of a long manual." for i in range(40)])
@@ -150,7 +150,7 @@ async def test_a_build_killed_midway_leaves_the_old_snapshot_active(tmp_path, br
         assert fake.requests[EMBED] >= before + 2, "the build never started embedding"
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
-        store = IndexStore(settings.index_dir)
+        store = IndexFolder(settings.index_dir)
         assert store.active_name() == active
         service = Service(settings)
         assert [d.file_name for d in await service.documents("shared")] == ["hf300-brochure.pdf"]
@@ -174,7 +174,7 @@ async def test_opening_a_damaged_index_says_what_is_wrong(fake, brochure, tmp_pa
     settings = gemini_settings(fake, tmp_path)
     service = Service(settings)
     await service.index([str(brochure)])
-    store = IndexStore(settings.index_dir)
+    store = IndexFolder(settings.index_dir)
     snap = store.open()
     source = store.source_path(snap.documents[0].sha256)
     original = source.read_bytes()

@@ -300,13 +300,13 @@ async def _close(service: Service) -> None:
 async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
     brochure_index, database_url, tmp_path, monkeypatch, local
 ):
-    from core import ThreadStore, migrate_index, migrate_threads
-    from core.postgres.threads import PostgresThreadStore
+    from core import EmbeddedThreads, migrate_index, migrate_threads
+    from core.postgres.threads import PostgresThreads
     from core.records import Exchange
 
     folder = Service(Settings(index_dir=brochure_index, backend="local"), backend=local)
     threads_file = tmp_path / "slack-threads.sqlite"
-    memory = await ThreadStore(threads_file).open()
+    memory = await EmbeddedThreads(threads_file).open()
     key = ("slack", "T1", "C1", "1700000000.000100")
     turn = await memory.add(key, Exchange(QUESTIONS[0], "It is 148 mm.", QUESTIONS[0], (("d", 2),)))
     assert await memory.rate(turn, "U1", "bad")
@@ -331,7 +331,7 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
             a, b = await folder.answer(Turn(question)), await database.answer(Turn(question))
             assert [h.page for h in a.hits] == [h.page for h in b.hits]
             assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], abs=1e-4)
-        shared = await PostgresThreadStore(database_url).open()
+        shared = await PostgresThreads(database_url).open()
         try:
             history = await shared.history(key)
             assert [(e.question, e.answer, e.cited) for e in history] == [(QUESTIONS[0], "It is 148 mm.", (("d", 2),))]

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from core import Settings, ThreadStore, thread_memory
+from core import EmbeddedThreads, Settings, thread_memory
 from core.embedded.threads import KEEP_EVENTS_S, MIGRATIONS
 from core.errors import IndexProblem
-from core.postgres.threads import PostgresThreadStore
+from core.postgres.threads import PostgresThreads
 from core.records import Exchange
 
 KEY = ("slack", "T1", "C1", "1.0")
@@ -24,7 +24,7 @@ async def memory(request, tmp_path):
     """Each contract test runs against both stores, as the settings choose them."""
     url = request.getfixturevalue("database_url") if request.param == "postgresql" else None
     store = thread_memory(Settings(database_url=url), tmp_path / "threads.sqlite")
-    assert isinstance(store, PostgresThreadStore if url else ThreadStore)
+    assert isinstance(store, PostgresThreads if url else EmbeddedThreads)
     await store.open()
     yield store
     await store.close()
@@ -111,7 +111,7 @@ def first_schema_database(path) -> None:
 async def test_an_old_database_is_migrated_and_keeps_its_threads(tmp_path):
     path = tmp_path / "threads.sqlite"
     first_schema_database(path)
-    store = await ThreadStore(path).open()
+    store = await EmbeddedThreads(path).open()
     try:
         [exchange] = await store.history(KEY)
         assert exchange.answer == "14 kg"
@@ -133,13 +133,13 @@ async def test_an_old_database_is_migrated_and_keeps_its_threads(tmp_path):
 
 async def test_finished_claims_are_pruned_after_a_week_and_open_ones_kept(tmp_path):
     path = tmp_path / "threads.sqlite"
-    store = await ThreadStore(path).open()
+    store = await EmbeddedThreads(path).open()
     assert await store.claim("Ev-done") and await store.claim("Ev-open")
     await store.finish("Ev-done")
     await store.close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE events SET created = ?", (time.time() - 2 * KEEP_EVENTS_S,))
-    store = await ThreadStore(path).open()
+    store = await EmbeddedThreads(path).open()
     await store.close()
     with sqlite3.connect(path) as db:
         assert [r[0] for r in db.execute("SELECT event_id FROM events")] == ["Ev-open"]
@@ -149,7 +149,7 @@ async def test_a_database_from_a_newer_pixelrag_is_refused(tmp_path):
     path = tmp_path / "threads.sqlite"
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
-    store = ThreadStore(path)
+    store = EmbeddedThreads(path)
     with pytest.raises(IndexProblem, match="newer pixelrag"):
         await store.open()
     await store.close()
@@ -170,7 +170,7 @@ async def test_first_deliveries_at_once_open_the_database_once(kind, request, tm
 
 
 async def test_replicas_racing_for_one_delivery_give_it_to_exactly_one(database_url):
-    replicas = [PostgresThreadStore(database_url) for _ in range(3)]
+    replicas = [PostgresThreads(database_url) for _ in range(3)]
     try:
         # All open at once: the schema is created once, under the migration lock.
         await asyncio.gather(*(r.open() for r in replicas))
@@ -195,14 +195,14 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(database_
 
     from core.postgres.database import MIGRATIONS as PG_MIGRATIONS
 
-    store = await PostgresThreadStore(database_url).open()
+    store = await PostgresThreads(database_url).open()
     await store.close()
     with psycopg.connect(database_url, autocommit=True) as conn:
         assert conn.execute("SELECT array_agg(version ORDER BY version) FROM pixelrag_schema").fetchone()[0] == list(
             range(1, len(PG_MIGRATIONS) + 1)
         )
         conn.execute("INSERT INTO pixelrag_schema VALUES (%s)", (len(PG_MIGRATIONS) + 1,))
-    store = PostgresThreadStore(database_url)
+    store = PostgresThreads(database_url)
     with pytest.raises(IndexProblem, match="newer pixelrag"):
         await store.open()
     await store.close()
@@ -211,13 +211,13 @@ async def test_postgres_schema_is_versioned_and_a_newer_one_is_refused(database_
 async def test_postgres_prunes_finished_claims_after_a_week(database_url):
     import psycopg
 
-    store = await PostgresThreadStore(database_url).open()
+    store = await PostgresThreads(database_url).open()
     assert await store.claim("Ev-done") and await store.claim("Ev-open")
     await store.finish("Ev-done")
     await store.close()
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("UPDATE pixelrag_events SET created = now() - interval '8 days'")
-    store = await PostgresThreadStore(database_url).open()
+    store = await PostgresThreads(database_url).open()
     await store.close()
     with psycopg.connect(database_url, autocommit=True) as conn:
         assert [r[0] for r in conn.execute("SELECT event_id FROM pixelrag_events")] == ["Ev-open"]
@@ -226,7 +226,7 @@ async def test_postgres_prunes_finished_claims_after_a_week(database_url):
 async def test_an_unreachable_database_is_one_clear_line(tmp_path):
     from core import BadInput
 
-    store = PostgresThreadStore(f"postgresql://nobody@/nothing?host={tmp_path}&connect_timeout=2")
+    store = PostgresThreads(f"postgresql://nobody@/nothing?host={tmp_path}&connect_timeout=2")
     with pytest.raises(BadInput, match="Cannot reach the database in PIXELRAG_DATABASE_URL"):
         await store.open()
     await store.close()

@@ -11,12 +11,12 @@ from .settings import DiscordSettings
 
 
 @dataclass(frozen=True)
-class Access:
+class Permissions:
     role: str = ""  # role id or name
     users: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, options: DiscordSettings) -> Access:
+    def of(cls, options: DiscordSettings) -> Permissions:
         return cls(options.index_role, options.index_users)
 
     @property

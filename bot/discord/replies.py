@@ -16,7 +16,7 @@ from core import PixelragError
 from .render import NO_PINGS, Outgoing, shown_text, split_text, text_messages
 
 if TYPE_CHECKING:
-    from .layout import Rendered
+    from .render import Rendered
 
 log = logging.getLogger("pixelrag.discord")
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import Settings
-from ..embedded.index_folder import IndexStore
-from ..embedded.threads import ThreadStore
+from ..embedded.index_folder import IndexFolder
+from ..embedded.threads import EmbeddedThreads
 from ..errors import BadInput
 from ..indexing import build_key
 from ..records import IndexReport
@@ -22,7 +22,7 @@ from .pages import PostgresPages
 
 
 async def migrate_index(settings: Settings, url: str) -> IndexReport:
-    store = IndexStore(settings.index_dir)
+    store = IndexFolder(settings.index_dir)
     snap = await asyncio.to_thread(store.open)  # every check: a damaged index is not copied
     if snap is None:
         raise BadInput(f"{settings.index_dir} holds no index to migrate.")
@@ -61,7 +61,7 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
     copied = 0
     try:
         for path in paths:
-            await (await ThreadStore(path).open()).close()  # its schema brought up to date first
+            await (await EmbeddedThreads(path).open()).close()  # its schema brought up to date first
             with sqlite3.connect(path) as db:
                 turns = db.execute(
                     "SELECT id, platform, workspace, channel, thread, question, interpreted, answer, "
