@@ -253,28 +253,13 @@ class Indexer:
                 refused.append(str(exc))
                 continue
             embedded, reused = embedded + n_new, reused + n_old
-            namesakes = [
-                d
-                for d in documents + [b.document for b in built]
-                if d.scope == where
-                and d.title == pending.document.title
-                and d.source != source.origin
-                and d.sha256 != source.sha256
-            ]
-            if namesakes:
+            if namesakes := _namesakes(documents + [b.document for b in built], pending.document, source):
                 warnings.append(
                     f"{source.name}: another document here is also titled {pending.document.title!r} "
                     f"({', '.join(d.file_name for d in namesakes)}); to remove or re-index one of them, "
                     f"name it by its file name or id ({pending.document.doc_id})."
                 )
-            # A new version replaces the document from the same place (path, URL, attachment name) or
-            # with the same content in this scope; two "manual.pdf" from different URLs both stay.
-            documents = [
-                d
-                for d in documents
-                if not (d.scope == where and d.source == source.origin)
-                and not (d.scope == where and d.sha256 == source.sha256)
-            ]
+            documents = _replaced(documents, source, where)
             built.append(pending)
         warnings += [
             f"{d.title}: its stored PDF is missing or damaged. Its pages are kept and still answer questions, "
@@ -329,6 +314,21 @@ class Indexer:
                 f"again (from {hide_credentials(doc.source)}) to draw them anew."
             )
         return out
+
+
+def _namesakes(documents: list[Document], new: Document, source: Source) -> list[Document]:
+    """Other documents of the new one's collection with its title (another file, another origin)."""
+    return [
+        d
+        for d in documents
+        if d.scope == new.scope and d.title == new.title and d.source != source.origin and d.sha256 != source.sha256
+    ]
+
+
+def _replaced(documents: list[Document], source: Source, where: str) -> list[Document]:
+    """The documents without those a new version replaces: from the same place (path, URL, attachment name)
+    or with the same content in this collection. Two "manual.pdf" from different URLs both stay."""
+    return [d for d in documents if not (d.scope == where and (d.source == source.origin or d.sha256 == source.sha256))]
 
 
 def _disk_problem(exc: OSError) -> IndexProblem:
