@@ -258,3 +258,30 @@ def answer_posts(fake: FakeSlack, thread_ts: str) -> list[dict]:
 
 
 # ----- questions ---------------------------------------------------------------------------------
+
+
+def event_body(fake: FakeSlack, ts: str, text: str, event_id: str) -> tuple[dict, str]:
+    """A mention from U1 in CHANNEL, seeded in the fake as Slack has it, and the Events API body that
+    delivers it (for the HTTP server: `signed_headers`)."""
+    event = {"type": "app_mention", "user": "U1", "text": f"<@{BOT_USER_ID}> {text}", "ts": ts, "channel": CHANNEL}
+    fake.add_message(CHANNEL, {"ts": ts, "user": "U1", "text": event["text"]})
+    body = {
+        "team_id": "T1",
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": int(time.time()),
+        "event": event,
+    }
+    return event, json.dumps(body)
+
+
+def signed_headers(raw: str, retry: int = 0, signature: str | None = None) -> dict[str, str]:
+    """The headers Slack sends with a body: its timestamp, its signature, and on a retry its number."""
+    stamp = str(int(time.time()))
+    return {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature or SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
+        **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {}),
+    }

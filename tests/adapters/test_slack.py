@@ -25,7 +25,9 @@ from tests.adapters.slack_harness import (
     SpyService,
     answer_posts,
     base_settings,
+    event_body,
     make_pdf,
+    signed_headers,
 )
 from tests.conftest import closed_port
 from tests.fakes.slack import BOT_ID, BOT_TOKEN, BOT_USER_ID, FakeSlack, block_error, block_text
@@ -832,52 +834,19 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
     port = closed_port()
     server = asyncio.ensure_future(serve(settings, http=True, port=port))
     try:
-        event = {
-            "type": "app_mention",
-            "user": "U1",
-            "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
-            "ts": "1700009999.000001",
-            "channel": CHANNEL,
-        }
-        fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
-        raw = json.dumps(
-            {
-                "team_id": "T1",
-                "api_app_id": "A1",
-                "type": "event_callback",
-                "event_id": "EvHTTP1",
-                "event_time": int(time.time()),
-                "event": event,
-            }
-        )
-        stamp = str(int(time.time()))
-        signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw)
+        event, raw = event_body(fake, "1700009999.000001", "what is the X200 weight?", "EvHTTP1")
         url = f"http://127.0.0.1:{port}/slack/events"
         async with aiohttp.ClientSession() as session:
             for _ in range(200):  # until the server is listening
                 try:
                     async with session.post(
-                        url,
-                        data=raw,
-                        headers={
-                            "Content-Type": "application/json",
-                            "X-Slack-Request-Timestamp": stamp,
-                            "X-Slack-Signature": "v0=" + "0" * 64,
-                        },
-                    ) as response:
-                        assert response.status == 401
+                        url, data=raw, headers=signed_headers(raw, signature="v0=" + "0" * 64)
+                    ) as r:
+                        assert r.status == 401
                         break
                 except aiohttp.ClientConnectionError:
                     await asyncio.sleep(0.05)
-            async with session.post(
-                url,
-                data=raw,
-                headers={
-                    "Content-Type": "application/json",
-                    "X-Slack-Request-Timestamp": stamp,
-                    "X-Slack-Signature": signature,
-                },
-            ) as response:
+            async with session.post(url, data=raw, headers=signed_headers(raw)) as response:
                 assert response.status == 200
         posts = await fake.wait_for(lambda: fake.posts(event["ts"]))
         assert "No documents are indexed here yet" in fake.thread_text(event["ts"])
@@ -924,38 +893,14 @@ async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, t
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
-    event = {
-        "type": "app_mention",
-        "user": "U1",
-        "text": f"<@{BOT_USER_ID}> what is the X200 weight?",
-        "ts": "1700009999.000002",
-        "channel": CHANNEL,
-    }
-    fake.add_message(CHANNEL, {"ts": event["ts"], "user": "U1", "text": event["text"]})
-    raw = json.dumps(
-        {
-            "team_id": "T1",
-            "api_app_id": "A1",
-            "type": "event_callback",
-            "event_id": "EvAUTH1",
-            "event_time": int(time.time()),
-            "event": event,
-        }
-    )
+    event, raw = event_body(fake, "1700009999.000002", "what is the X200 weight?", "EvAUTH1")
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as session:
 
             async def deliver(retry: int) -> int:
-                stamp = str(int(time.time()))
-                headers = {
-                    "Content-Type": "application/json",
-                    "X-Slack-Request-Timestamp": stamp,
-                    "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
-                    **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {}),
-                }
-                async with session.post(f"{base}/slack/events", data=raw, headers=headers) as response:
-                    return response.status
+                async with session.post(f"{base}/slack/events", data=raw, headers=signed_headers(raw, retry)) as r:
+                    return r.status
 
             async def ready() -> tuple[int, str]:
                 async with session.get(f"{base}/readyz") as response:
