@@ -285,3 +285,35 @@ def signed_headers(raw: str, retry: int = 0, signature: str | None = None) -> di
         "X-Slack-Signature": signature or SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=raw),
         **({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"} if retry else {}),
     }
+
+
+async def http_process(fake: FakeSlack, port: int, index: Path, cwd: Path):
+    """`pixelrag slack --http --port PORT` as its own process against the fake, as a team runs it (the
+    caller terminates it); no key, so the local backend reads."""
+    import asyncio
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
+    env.update(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": fake.api_url,
+            "PIXELRAG_INDEX_DIR": str(index),
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        }
+    )
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "slack",
+        "--http",
+        "--port",
+        str(port),
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )

@@ -26,6 +26,7 @@ from tests.adapters.slack_harness import (
     answer_posts,
     base_settings,
     event_body,
+    http_process,
     make_pdf,
     signed_headers,
 )
@@ -860,39 +861,13 @@ async def test_serve_http_verifies_signatures_and_answers(fake, tmp_path):
 async def test_events_are_not_acknowledged_while_slack_refuses_the_token(fake, tmp_path):
     # Before: Bolt's auth.test failed, the delivery got 200 and was dropped, and /readyz said ready.
     import asyncio
-    import os
-    import sys
 
     import aiohttp
-
-    from tests.conftest import ROOT
 
     fake.fail["auth.test"] = "invalid_auth"
     fake.retry_after = "0"
     port = closed_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
-    env.update(
-        {
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": SECRET,
-            "SLACK_API_URL": fake.api_url,
-            "PIXELRAG_INDEX_DIR": str(tmp_path / "index"),
-            "PYTHONPATH": str(ROOT),
-        }
-    )
-    proc = await asyncio.create_subprocess_exec(  # the process a team runs
-        sys.executable,
-        "-m",
-        "bot.cli",
-        "slack",
-        "--http",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await http_process(fake, port, tmp_path / "index", tmp_path)
     event, raw = event_body(fake, "1700009999.000002", "what is the X200 weight?", "EvAUTH1")
     base = f"http://127.0.0.1:{port}"
     try:
@@ -1020,13 +995,9 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
     """The command a team runs, as its own process: a signed event with a screenshot (a real render of
     the brochure's scanned service page, a few hundred KB) downloaded in chunks through a redirect."""
     import asyncio
-    import os
     import shutil
-    import sys
 
     import aiohttp
-
-    from tests.conftest import ROOT
 
     index = tmp_path / "index"
     shutil.copytree(brochure_index, index)
@@ -1040,29 +1011,7 @@ async def test_a_screenshot_question_through_the_real_pixelrag_slack_http_proces
     fake.download_chunked = True
     url = fake.add_private_file("warranty.png", shot, "image/png")
     port = closed_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_", "SLACK_"))}
-    env.update(
-        {
-            "SLACK_BOT_TOKEN": BOT_TOKEN,
-            "SLACK_SIGNING_SECRET": SECRET,
-            "SLACK_API_URL": fake.api_url,
-            "PIXELRAG_INDEX_DIR": str(index),
-            "PYTHONPATH": str(ROOT),
-        }
-    )
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        "slack",
-        "--http",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await http_process(fake, port, index, tmp_path)
     try:
         ts = "1700077777.000001"
         event = {
