@@ -2,7 +2,7 @@
 manifest.yml), the app's Messages tab where every conversation is a thread.
 
 A question there arrives as an ordinary `message` event with channel_type "im" (the manifest's
-`message.im`) and is answered exactly as a mention is (listeners.py: streamed, with thread memory
+`message.im`) and is answered exactly as a mention is (questions.py: streamed, with thread memory
 and feedback buttons). This module adds what the surface offers on top of a DM:
 - the thread's title, from its first question (`assistant.threads.setTitle`, channel_id + thread_ts);
 - suggested prompts naming this workspace's documents when the user opens the Messages tab

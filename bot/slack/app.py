@@ -1,7 +1,7 @@
 """The Slack app: Bolt with pixelrag's middleware and listeners registered.
 
-Global middleware drops what is never a question (other bots, edits, joins). Listener middleware
-decides whether a message is addressed to the bot and claims the delivery once; the listeners then
+Global middleware drops what is never a question (other bots, edits, joins); listener middleware
+decides whether a message is addressed to the bot and claims the delivery once (middleware.py); the listeners then
 hand the work to background tasks, so Slack gets its acknowledgement at once (Bolt runs with
 process_before_response, the same in Socket Mode, over HTTP and in tests).
 """
@@ -19,17 +19,15 @@ from core import Conversation, Service, Settings, ThreadMemory, channel_scope
 from ..background import BackgroundTasks
 from . import render
 from .agent import AgentView
-from .commands import SlashCommand
+from .commands import SlackCommands
 from .feedback import SlackFeedback
 from .files import SlackFiles
 from .home import AppHome
 from .identity import SlackIdentity
 from .indexing import SlackIndexing
-from .listeners import SlackQuestions, team_of
+from .middleware import Claims, ignore_bots_and_edits, team_of
+from .questions import SlackQuestions
 from .settings import SlackSettings
-
-# Message subtypes that are people writing; edits, joins and deletions are not questions.
-HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 
 
 class SlackBot:
@@ -49,7 +47,8 @@ class SlackBot:
         indexing = SlackIndexing(service, files, slack.progress_interval_s, on_change=self.home.changed)
         conversation = Conversation(service, threads, settings.history_exchanges)
         self.questions = SlackQuestions(slack, conversation, threads, files, indexing, self.tasks, self.agent)
-        self.command = SlashCommand(slack, service, indexing, self.tasks, threads)
+        self.claims = Claims(conversation, threads)
+        self.command = SlackCommands(slack, service, indexing, self.tasks, threads)
         self.feedback = SlackFeedback(threads)
 
     async def drain(self) -> None:
@@ -65,24 +64,6 @@ class SlackBot:
         elif tab == "messages" and event.get("channel"):
             where = channel_scope(scope, event["channel"])
             self.tasks.spawn(self.agent.offer_prompts(client, event["channel"], where), f"prompts for {user}")
-
-
-async def ignore_bots_and_edits(body: dict, context, ack, next) -> None:
-    event = body.get("event") or {}
-    if body.get("type") == "event_callback" and event.get("type") in ("message", "app_mention"):
-        if is_from_bot(event, context.bot_user_id) or (
-            event["type"] == "message" and event.get("subtype") not in HUMAN_SUBTYPES
-        ):
-            return await ack()
-    await next()
-
-
-def is_from_bot(event: dict, bot_user_id: str | None) -> bool:
-    return bool(
-        event.get("bot_id")
-        or event.get("subtype") == "bot_message"
-        or (bot_user_id and event.get("user") == bot_user_id)
-    )
 
 
 def make_client(settings: Settings, slack: SlackSettings) -> AsyncWebClient:
@@ -110,10 +91,10 @@ def build_app(
         process_before_response=True,
         logger=logging.getLogger("pixelrag.slack.bolt"),
     )
-    questions = bot.questions
+    claims, questions = bot.claims, bot.questions
     app.use(ignore_bots_and_edits)
-    app.event("app_mention", middleware=[questions.claim_delivery])(questions.on_question)
-    app.event("message", middleware=[questions.addressed, questions.claim_delivery])(questions.on_question)
+    app.event("app_mention", middleware=[claims.claim])(questions.on_question)
+    app.event("message", middleware=[claims.addressed, claims.claim])(questions.on_question)
     app.command(slack.command)(bot.command)
     app.action(render.FEEDBACK_ACTION)(bot.feedback)
     app.event("app_home_opened")(bot.app_home_opened)

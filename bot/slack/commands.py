@@ -36,7 +36,7 @@ log = logging.getLogger("pixelrag.slack")
 JOBS = ("index", "reindex", "remove", "scope", "indexing")
 
 
-class SlashCommand:
+class SlackCommands:
     def __init__(
         self, settings: SlackSettings, service: Service, indexing: SlackIndexing, tasks: BackgroundTasks, threads
     ):

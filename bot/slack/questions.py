@@ -1,10 +1,9 @@
 """Questions in Slack: a message or mention becomes an answer in its thread.
 
-Bolt calls `addressed` and `claim_delivery` as listener middleware (is the message for us? has this
-delivery been handled already?), then `on_question`, which acknowledges at once and leaves the work
-to a background task: screenshots are read, the conversation flow (core.Conversation) answers with
-the thread's memory while its stages and text stream into the thread (stream.py), and the answer's
-evidence, then its page previews, follow it.
+Once middleware.py has found the message addressed to the bot and claimed its delivery, Bolt calls
+`on_question`, which acknowledges at once and leaves the work to a background task: screenshots are
+read, the conversation flow (core.Conversation) answers with the thread's memory while its stages and
+text stream into the thread (stream.py), and the answer's evidence, then its page previews, follow it.
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ import contextlib
 import logging
 import re
 
-from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Conversation, DatabaseUnavailable, Delivery, PixelragError, ThreadMemory, channel_scope, indexing_scope
+from core import Conversation, Delivery, PixelragError, ThreadMemory, channel_scope, indexing_scope
 
 from ..background import BackgroundTasks
 from ..triggers import asks_to_index
@@ -24,6 +22,7 @@ from . import render
 from .agent import AgentView
 from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
+from .middleware import mentions, strip_mentions, team_of
 from .permissions import REFUSAL, may_index
 from .replies import Thread
 from .settings import SlackSettings
@@ -31,11 +30,6 @@ from .stream import AnswerStream, close_interrupted
 
 log = logging.getLogger("pixelrag.slack")
 
-UNAVAILABLE_NOTICE = (
-    ":warning: The document index is unavailable right now: its database does not answer. Slack "
-    "sends your message again within minutes, and I answer it once the index is back; if no "
-    "answer comes, please ask again later."
-)
 INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)  # Slack writes links as <url|label>
 
 
@@ -57,54 +51,7 @@ class SlackQuestions:
         self.files = files
         self.indexing = indexing
         self.tasks = tasks
-        self._told_unavailable: set[tuple[str, str]] = set()  # (channel, ts) told once, whatever the retries
 
-    # ----- listener middleware ---------------------------------------------------------------
-    async def addressed(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
-        """A message event counts in a DM, with a mention, or in a thread the bot already answered."""
-        if event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id):
-            return await next()
-        thread_ts = event.get("thread_ts")
-        try:
-            if thread_ts and await self.threads.knows_thread(
-                ("slack", team_of(body, event, context), event["channel"], thread_ts)
-            ):
-                return await next()
-        except DatabaseUnavailable as exc:  # whose thread it is is unknown: asked again when Slack redelivers
-            log.warning("message %s in thread %s not taken: %s", event.get("ts"), thread_ts, exc)
-            return BoltResponse(status=503, body="the index database is unavailable")
-        return await ack()
-
-    async def claim_delivery(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
-        """Retried deliveries repeat the event id; a mention also arrives as a message event with
-        another id, so the message itself is claimed too (core/delivery.py). A process killed on the way
-        leaves the claims open, so Slack's redelivery is answered after a restart."""
-        team = team_of(body, event, context)
-        ids = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]
-        try:
-            delivery = await self.conversation.claim(*ids)
-        except DatabaseUnavailable as exc:
-            # Not acknowledged: Slack delivers it again (HTTP retries, an unacknowledged Socket Mode
-            # envelope), and it is answered then. Meanwhile the asker is told, once.
-            log.warning("message %s not taken: %s", event.get("ts"), exc)
-            await self._tell_unavailable(context.client, event)
-            return BoltResponse(status=503, body="the index database is unavailable")
-        if delivery is None:
-            return await ack()  # a duplicate of work claimed already
-        context["delivery"] = delivery
-        await next()
-        return None
-
-    async def _tell_unavailable(self, client: AsyncWebClient, event: dict) -> None:
-        where = (event["channel"], event["ts"])
-        if where in self._told_unavailable:
-            return
-        if len(self._told_unavailable) > 1000:
-            self._told_unavailable.clear()
-        self._told_unavailable.add(where)
-        await Thread(client, event["channel"], event.get("thread_ts") or event["ts"]).post(UNAVAILABLE_NOTICE)
-
-    # ----- the listener ----------------------------------------------------------------------
     async def on_question(self, event: dict, body: dict, client: AsyncWebClient, context) -> None:
         self.tasks.spawn(
             self.handle(event, team_of(body, event, context), client, context.bot_user_id, context["delivery"]),
@@ -261,21 +208,3 @@ async def refetch_files(client: AsyncWebClient, event: dict) -> dict:
         if message.get("ts") == event["ts"] and message.get("files"):
             return {**event, "files": message["files"]}
     return event
-
-
-def team_of(body: dict, event: dict, context) -> str:
-    """The workspace whose documents, thread memory, limits and usage a message belongs to: the one the
-    app is installed in, as Bolt reads it (an event from a channel shared with another workspace names
-    that workspace as its team_id, and the installation in its authorizations); what slash commands
-    and the Home tab use too, so the limit, the usage shown and the refusal agree."""
-    return getattr(context, "team_id", None) or body.get("team_id") or event.get("team") or ""
-
-
-def mentions(text: str, bot_user_id: str | None) -> bool:
-    return bool(bot_user_id) and f"<@{bot_user_id}" in (text or "")
-
-
-def strip_mentions(text: str, bot_user_id: str | None) -> str:
-    if bot_user_id:
-        text = re.sub(rf"<@{re.escape(bot_user_id)}(\|[^>]*)?>", " ", text or "")
-    return " ".join((text or "").split())
