@@ -14,8 +14,9 @@ from core import BadInput, Service, Settings, ThreadMemory, failure_reason, thre
 
 from ..health import Check, serve_health
 from .cogs import DocumentsCog, QuestionsCog
+from .commands import DiscordCommands
 from .feedback import FeedbackButton
-from .handlers import DiscordHandlers
+from .questions import DiscordQuestions
 from .settings import DiscordSettings, threads_db
 
 log = logging.getLogger("pixelrag.discord")
@@ -36,13 +37,14 @@ class PixelragBot(commands.Bot):
             allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=False, replied_user=True),
         )
         self.options = options
-        self.threads = threads  # where the feedback buttons' ratings go
-        self.handlers = DiscordHandlers(service, threads, settings, me=lambda: self.user, options=options)
+        self.ratings = threads  # where the feedback buttons' clicks go (feedback.KeepsRatings)
+        self.questions = DiscordQuestions(service, threads, settings, me=lambda: self.user, options=options)
+        self.document_commands = DiscordCommands(service, threads, settings, options)
 
     async def add_cogs(self) -> None:
         """Register the listeners and app commands (no connection needed)."""
-        await self.add_cog(QuestionsCog(self.handlers))
-        await self.add_cog(DocumentsCog(self.handlers))
+        await self.add_cog(QuestionsCog(self.questions))
+        await self.add_cog(DocumentsCog(self.document_commands))
 
     async def setup_hook(self) -> None:
         await self.add_cogs()

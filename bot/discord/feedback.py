@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import discord
 
 from core import RATINGS, ThreadMemory, rate_answer
 
-if TYPE_CHECKING:
-    from .client import PixelragBot
-
 log = logging.getLogger("pixelrag.discord")
 
 TEMPLATE = r"pixelrag-feedback:(?P<rating>good|bad):(?P<turn>[0-9]+)"
+
+
+class KeepsRatings(Protocol):
+    """The client a button is registered on: where its clicks are stored."""
+
+    ratings: ThreadMemory
+
+
 LOOKS = {
     "good": ("👍", discord.ButtonStyle.secondary, "Good answer"),
     "bad": ("👎", discord.ButtonStyle.secondary, "Wrong or unhelpful"),
@@ -42,9 +47,9 @@ class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         return cls(match["rating"], int(match["turn"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        # discord.py types the client as any Client; this item is registered on PixelragBot only.
-        bot = cast("PixelragBot", interaction.client)
-        await record(bot.threads, interaction, self.turn_id, self.rating)
+        # discord.py types the client as any Client; the buttons are registered on one that keeps ratings.
+        client = cast(KeepsRatings, interaction.client)
+        await record(client.ratings, interaction, self.turn_id, self.rating)
 
 
 def feedback_row(turn_id: int) -> discord.ui.ActionRow:

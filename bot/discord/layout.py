@@ -20,15 +20,17 @@ import discord
 from bot.text_split import clip, split_text
 from core import Answer, Citation, Step
 
-from .feedback import feedback_row
+from .feedback import feedback_row, feedback_view
 from .render import (
     MAX_FILES,
     TOPIC_COLOURS,
     Outgoing,
+    Rendered,
     _megabytes,
     _safe_name,
     _with_notes,
     answer_text,
+    render_answer,
     shown,
     shown_text,
 )
@@ -196,3 +198,18 @@ def status_layout(steps: list[Step], text: str, error: str | None = None) -> dis
         discord.ui.Container(discord.ui.TextDisplay(status_text(steps, text, error, min(STATUS_TEXT, MAX_TEXT))))
     )
     return view
+
+
+def render_both(answer: Answer, limit: int, problems: list[str], turn_id: int | None) -> Rendered:
+    """The answer as a Components V2 layout and as embeds (where the layout is refused)."""
+    return Rendered(
+        render_layout(answer, limit, notes=problems, turn_id=turn_id),
+        with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id),
+    )
+
+
+def with_feedback(messages: list[Outgoing], answer: Answer, turn_id: int | None) -> list[Outgoing]:
+    """An answer of a stored turn gets 👍 / 👎 under its last message; a clarifying question does not."""
+    if turn_id is not None and not answer.clarifying_question and messages:
+        messages[-1].view = feedback_view(turn_id)
+    return messages

@@ -45,7 +45,7 @@ async def bot(tmp_path, discord_api):
         await client.login("fake-bot-token")  # users/@me, the application, setup_hook's command sync
         client.http.max_ratelimit_timeout = 0.001  # a 429 raises at once instead of sleeping through it
         time = VirtualTime()
-        client.handlers.clock, client.handlers.sleep = time.clock, time.sleep
+        client.questions.clock, client.questions.sleep = time.clock, time.sleep
         discord_api.clock = time.clock
         client.time = time
         clients.append(client)

@@ -1,6 +1,6 @@
 """Discord adapter, offline: spec'd mocks of discord.py objects, real discord.File / discord.Embed.
 
-Nothing here connects to Discord. Unit scenarios drive DiscordHandlers with a small fake service;
+Nothing here connects to Discord. Unit scenarios drive DiscordQuestions and DiscordCommands with a small fake service;
 the end-to-end scenarios use the real core Service with the local backend on PDFs made here.
 """
 
@@ -17,7 +17,7 @@ import discord
 import pytest
 from PIL import Image
 
-from bot.discord import DiscordHandlers, build_client
+from bot.discord import DiscordCommands, DiscordQuestions, build_client
 from bot.discord.progress import ProgressNotice
 from bot.discord.render import MAX_CONTENT, NO_PINGS, Outgoing, render_answer, split_text
 from bot.discord.replies import deliver
@@ -300,9 +300,17 @@ async def store(tmp_path):
     await threads.close()
 
 
-def handlers_for(service, store, **extra) -> DiscordHandlers:
+class Handlers:
+    """A message and an app command reaching the same bot: its questions and its document commands."""
+
+    def __init__(self, service, store, settings: Settings, me):
+        self.questions = DiscordQuestions(service, store, settings, me=me)
+        self.commands = DiscordCommands(service, store, settings)
+
+
+def handlers_for(service, store, **extra) -> Handlers:
     me = make_me()
-    return DiscordHandlers(service, store, Settings(extra=dict(extra)), me=lambda: me)
+    return Handlers(service, store, Settings(extra=dict(extra)), me=lambda: me)
 
 
 # ---- messages ---------------------------------------------------------------------------------
@@ -315,7 +323,7 @@ async def test_mention_creates_thread_and_answers_there_in_one_layout(store):
     channel = make_text_channel(guild)
     msg = make_message("what is the warranty period?", channel, guild=guild, mention_me=True)
 
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
 
     msg.create_thread.assert_awaited_once()
     assert msg.create_thread.call_args.kwargs["name"] == "what is the warranty period?"
@@ -343,11 +351,11 @@ async def test_follow_up_in_bot_thread_without_mention_uses_history(store):
     guild = make_guild(GUILD_A)
     channel = make_text_channel(guild)
     first = make_message("what is the warranty period?", channel, guild=guild, mention_me=True)
-    await h.on_message(first)
+    await h.questions.on_message(first)
     thread = first.create_thread.return_value
 
     follow = make_message("and for the motor?", thread, guild=guild)  # no mention
-    await h.on_message(follow)
+    await h.questions.on_message(follow)
 
     follow.create_thread.assert_not_called()
     assert len(service.turns) == 2
@@ -366,7 +374,7 @@ async def test_reply_to_bot_message_is_answered_but_unrelated_chatter_is_not(sto
     someone_elses_thread = make_thread(guild, parent_id=1, owner_id=42)
 
     chatter = make_message("lunch?", someone_elses_thread, guild=guild)
-    await h.on_message(chatter)
+    await h.questions.on_message(chatter)
     assert service.turns == []
 
     bot_msg = MagicMock(spec=discord.Message)
@@ -374,7 +382,7 @@ async def test_reply_to_bot_message_is_answered_but_unrelated_chatter_is_not(sto
     ref = MagicMock(spec=discord.MessageReference)
     ref.resolved = bot_msg
     reply = make_message("which page says that?", someone_elses_thread, guild=guild, reference=ref)
-    await h.on_message(reply)
+    await h.questions.on_message(reply)
     assert [t.question for t in service.turns] == ["which page says that?"]
     assert sends(someone_elses_thread.send)
 
@@ -386,7 +394,7 @@ async def test_image_attachment_is_the_query(store):
     shot = make_attachment("screen.png", png_bytes(), "image/png")
     msg = make_message("", dm, attachments=[shot])
 
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
 
     [turn] = service.turns
     assert len(turn.images) == 1 and turn.images[0].mime_type == "image/png"
@@ -409,7 +417,7 @@ async def test_unusable_attachments_are_named(store):
     ]
     msg = make_message("what is the warranty?", channel, guild=guild, mention_me=True, attachments=atts)
 
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
 
     text = all_text(msg.create_thread.return_value.send)
     for name in ("notes.txt", "broken.png", "manual.pdf"):
@@ -427,7 +435,7 @@ async def test_other_bots_and_itself_are_ignored(store):
     me_as_author = make_user(ME_ID, bot=True)
     from_me = make_message("hi", channel, me_as_author, guild=guild, mention_me=True)
     for msg in (from_bot, from_me):
-        await h.on_message(msg)
+        await h.questions.on_message(msg)
         msg.create_thread.assert_not_called()
     assert service.turns == []
     channel.send.assert_not_called()
@@ -438,8 +446,8 @@ async def test_duplicate_delivery_answered_once(store):
     h = handlers_for(service, store)
     dm = make_dm()
     msg = make_message("warranty?", dm)
-    await h.on_message(msg)
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
+    await h.questions.on_message(msg)
     assert len(service.turns) == 1
 
 
@@ -448,7 +456,7 @@ async def test_long_answer_split_on_paragraphs(store):
     service = FakeService(markdown="\n\n".join(paragraphs), citations=1)
     h = handlers_for(service, store)
     dm = make_dm()
-    await h.on_message(make_message("tell me everything", dm))
+    await h.questions.on_message(make_message("tell me everything", dm))
 
     calls = sends(dm.send)
     assert len(calls) >= 2
@@ -477,13 +485,13 @@ async def test_interpreted_question_clarifying_question_and_notes(store):
     guild = make_guild(GUILD_A)
     thread = make_thread(guild, parent_id=7)
     h = handlers_for(FakeService(interpreted="What is the warranty period of the X200 dishwasher?"), store)
-    await h.on_message(make_message("and the X200?", thread, guild=guild))
+    await h.questions.on_message(make_message("and the X200?", thread, guild=guild))
     assert "Interpreted as: *What is the warranty period of the X200 dishwasher?*" in all_text(thread.send)
 
     thread2 = make_thread(guild, parent_id=7)
     service = FakeService(clarify="Which model do you mean, X200 or X300?")
     h = handlers_for(service, store)
-    await h.on_message(make_message("and its width?", thread2, guild=guild))
+    await h.questions.on_message(make_message("and its width?", thread2, guild=guild))
     [kwargs] = sends(thread2.send)
     assert view_texts(kwargs) == ["❓ Which model do you mean, X200 or X300?"]
     assert "files" not in kwargs and not gallery_urls(kwargs) and not buttons(kwargs)
@@ -518,12 +526,12 @@ async def test_failure_reaches_the_user_briefly(store, caplog):
     guild = make_guild(GUILD_A)
     thread = make_thread(guild, parent_id=7)
     h = handlers_for(FakeService(fail=RemoteError("Gemini did not answer after 2 attempts; try again later.")), store)
-    await h.on_message(make_message("warranty?", thread, guild=guild))
+    await h.questions.on_message(make_message("warranty?", thread, guild=guild))
     assert all_text(thread.send) == "⚠️ Gemini did not answer after 2 attempts; try again later."
 
     thread2 = make_thread(guild, parent_id=7)
     h = handlers_for(FakeService(fail=ZeroDivisionError("secret internals")), store)
-    await h.on_message(make_message("warranty?", thread2, guild=guild))
+    await h.questions.on_message(make_message("warranty?", thread2, guild=guild))
     text = all_text(thread2.send)
     assert "went wrong" in text and "secret internals" not in text and "Traceback" not in text
     assert "secret internals" in caplog.text  # details go to the log
@@ -547,7 +555,7 @@ async def test_thread_creation_refused_replies_in_channel(store):
     channel = make_text_channel(guild)
     msg = make_message("warranty?", channel, guild=guild, mention_me=True)
     msg.create_thread.side_effect = discord.Forbidden(MagicMock(status=403, reason="Forbidden"), "Missing Permissions")
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     assert "2 years" in all_text(channel.send)
 
 
@@ -563,14 +571,14 @@ async def test_index_this_with_pdf_needs_permission(store):
     refused = make_message(
         "index this", make_text_channel(guild), make_user(manage=False), guild=guild, mention_me=True, attachments=[pdf]
     )
-    await h.on_message(refused)
+    await h.questions.on_message(refused)
     assert service.indexed == []
     assert "Manage Server" in all_text(refused.create_thread.return_value.send)
 
     allowed = make_message(
         "index this", make_text_channel(guild), make_user(manage=True), guild=guild, mention_me=True, attachments=[pdf]
     )
-    await h.on_message(allowed)
+    await h.questions.on_message(allowed)
     assert service.indexed == [("manual.pdf", f"discord:{GUILD_A}", len(b"%PDF-1.7 ..."))]
     assert "Indexed **manual**" in all_text(allowed.create_thread.return_value.send)
     assert service.turns == []  # an index request is not a question
@@ -590,7 +598,7 @@ async def test_a_question_mentioning_the_index_with_a_pdf_is_a_question(store):
         mention_me=True,
         attachments=[pdf],
     )
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     assert service.indexed == []
     assert [t.question for t in service.turns] == ["please tell me about the index"]
     text = all_text(msg.create_thread.return_value.send)
@@ -604,9 +612,9 @@ async def test_index_and_remove_refused_without_manage_server(store, command):
     h = handlers_for(service, store)
     inter = make_interaction(make_guild(GUILD_A), manage=False)
     if command == "index":
-        await h.index(inter, url="https://example.com/a.pdf")
+        await h.commands.index(inter, url="https://example.com/a.pdf")
     else:
-        await h.remove(inter, "manual")
+        await h.commands.remove(inter, "manual")
     inter.response.send_message.assert_awaited_once()
     assert "Manage Server" in inter.response.send_message.call_args.args[0]
     assert inter.response.send_message.call_args.kwargs["ephemeral"] is True
@@ -619,7 +627,7 @@ async def test_index_users_and_role_override(store):
     user = make_user(4242)
     h = handlers_for(service, store, DISCORD_INDEX_USERS="17, 4242")
     inter = make_interaction(make_guild(GUILD_A), user=user)
-    await h.remove(inter, "manual")
+    await h.commands.remove(inter, "manual")
     assert service.removed == [(f"discord:{GUILD_A}/{inter.channel.id}", "manual")]  # looked up from its channel
     assert "Removed **manual**" in all_text(inter.followup.send)
 
@@ -628,7 +636,7 @@ async def test_index_users_and_role_override(store):
     h = handlers_for(service, store, DISCORD_INDEX_ROLE="Librarian")
     inter = make_interaction(make_guild(GUILD_A), user=make_user(roles=[role]))
     pdf = make_attachment("m.pdf", b"%PDF-1.7", "application/pdf")
-    await h.index(inter, attachment=pdf)
+    await h.commands.index(inter, attachment=pdf)
     inter.response.defer.assert_awaited_once_with(thinking=True)
     assert service.indexed[-1] == ("m.pdf", f"discord:{GUILD_A}", 8)
 
@@ -636,7 +644,7 @@ async def test_index_users_and_role_override(store):
 async def test_admin_commands_refused_in_dms(store):
     h = handlers_for(FakeService(), store)
     inter = make_interaction(None, manage=True)
-    await h.reindex(inter)
+    await h.commands.reindex(inter)
     assert "server" in inter.response.send_message.call_args.args[0]
 
 
@@ -648,7 +656,7 @@ async def test_ask_defers_with_thinking_then_follows_up(store):
     shot = make_attachment("s.webp", png_bytes(), "image/webp")  # content is checked, not the label
     shot.read.return_value = _webp()
 
-    await h.ask(inter, "what is the warranty?", shot)
+    await h.questions.ask(inter, "what is the warranty?", shot)
 
     inter.response.defer.assert_awaited_once_with(thinking=True)
     [kwargs] = sends(inter.followup.send)
@@ -668,14 +676,14 @@ def _webp() -> bytes:
 async def test_ask_failure_is_followed_up(store):
     h = handlers_for(FakeService(fail=RemoteError("The model is unavailable.")), store)
     inter = make_interaction(make_guild(GUILD_A))
-    await h.ask(inter, "warranty?")
+    await h.questions.ask(inter, "warranty?")
     assert all_text(inter.followup.send) == "⚠️ The model is unavailable."
 
 
 async def test_docs_lists_what_the_scope_sees(store):
     h = handlers_for(FakeService(), store)
     inter = make_interaction(make_guild(GUILD_A))
-    await h.docs(inter)
+    await h.commands.docs(inter)
     inter.response.defer.assert_awaited_once_with(thinking=True)
     assert "Shared brochure" in all_text(inter.followup.send)
 
@@ -821,7 +829,7 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
     await service.index([str(shared)])  # the operator's shared collection (CLI)
 
     me = make_me()
-    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    h = Handlers(service, store, settings, lambda: me)
     guild_a, guild_b = make_guild(GUILD_A), make_guild(GUILD_B)
 
     # a member with Manage Server indexes a PDF in guild A by attaching it with "index this"
@@ -834,12 +842,12 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
         mention_me=True,
         attachments=[pdf],
     )
-    await h.on_message(idx)
+    await h.questions.on_message(idx)
     assert "Indexed **X200 Dishwasher Manual**" in all_text(idx.create_thread.return_value.send)
 
     question = "How long is the X200 dishwasher warranty?"
     in_a = make_message(question, make_text_channel(guild_a), guild=guild_a, mention_me=True)
-    await h.on_message(in_a)
+    await h.questions.on_message(in_a)
     thread_a = in_a.create_thread.return_value
     assert "X200 Dishwasher Manual p. 1" in embed_titles(thread_a.send)
     assert "24 months" in all_text(thread_a.send)
@@ -849,9 +857,9 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
 
     # guild B and DMs never see guild A's document
     in_b = make_message(question, make_text_channel(guild_b), guild=guild_b, mention_me=True)
-    await h.on_message(in_b)
+    await h.questions.on_message(in_b)
     dm = make_dm()
-    await h.on_message(make_message(question, dm))
+    await h.questions.on_message(make_message(question, dm))
     for send in (in_b.create_thread.return_value.send, dm.send):
         assert sends(send)
         assert not any("X200 Dishwasher Manual" in t for t in embed_titles(send))
@@ -859,21 +867,21 @@ async def test_guild_isolation_end_to_end(tmp_path, settings, store):
 
     # DMs do see the shared collection
     dm2 = make_dm()
-    await h.on_message(make_message("What does the Z9 blender cost?", dm2))
+    await h.questions.on_message(make_message("What does the Z9 blender cost?", dm2))
     assert "Z9 Blender Brochure p. 1" in embed_titles(dm2.send)
 
     # /docs in guild B lists only the shared collection; in guild A both
     inter_b = make_interaction(guild_b)
-    await h.docs(inter_b)
+    await h.commands.docs(inter_b)
     assert "Z9 Blender Brochure" in all_text(inter_b.followup.send)
     assert "X200" not in all_text(inter_b.followup.send)
     inter_a = make_interaction(guild_a)
-    await h.docs(inter_a)
+    await h.commands.docs(inter_a)
     assert "X200 Dishwasher Manual" in all_text(inter_a.followup.send)
 
     # guild B cannot remove guild A's document either
     rm = make_interaction(guild_b, manage=True)
-    await h.remove(rm, "X200 Dishwasher Manual")
+    await h.commands.remove(rm, "X200 Dishwasher Manual")
     assert "No document called" in all_text(rm.followup.send)
     assert any(d.title == "X200 Dishwasher Manual" for d in await service.documents(f"discord:{GUILD_A}"))
 
@@ -883,55 +891,55 @@ async def test_a_channels_documents_stay_in_that_channel_end_to_end(settings, st
 
     service = Service(settings)
     me = make_me()
-    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    h = Handlers(service, store, settings, lambda: me)
     guild = make_guild(GUILD_A)
     hr, general = make_text_channel(guild), make_text_channel(guild)
 
     choose = make_interaction(guild, manage=True, channel=hr)
-    await h.indexing(choose, "channel")
+    await h.commands.indexing(choose, "channel")
     assert "searched in this channel only" in all_text(choose.followup.send)
     pdf = make_attachment("x200-manual.pdf", MANUAL_A, "application/pdf")
     idx = make_message("index this", hr, make_user(manage=True), guild=guild, mention_me=True, attachments=[pdf])
-    await h.on_message(idx)
+    await h.questions.on_message(idx)
     summary = all_text(idx.create_thread.return_value.send)
     assert "Indexed **X200 Dishwasher Manual**" in summary and "Searched in this channel only" in summary
 
     question = "How long is the X200 dishwasher warranty?"
     in_hr = make_message(question, hr, guild=guild, mention_me=True)
-    await h.on_message(in_hr)
+    await h.questions.on_message(in_hr)
     assert "24 months" in all_text(in_hr.create_thread.return_value.send)
     # a follow-up in the thread the answer made is in the channel too
     follow = make_message(question, in_hr.create_thread.return_value, guild=guild)
-    await h.on_message(follow)
+    await h.questions.on_message(follow)
     assert "24 months" in all_text(in_hr.create_thread.return_value.send)
     elsewhere = make_message(question, general, guild=guild, mention_me=True)
-    await h.on_message(elsewhere)
+    await h.questions.on_message(elsewhere)
     send = elsewhere.create_thread.return_value.send
     assert sends(send) and "24 months" not in all_text(send)
     assert not any("X200 Dishwasher Manual" in t for t in embed_titles(send))
 
     listing = make_interaction(guild, channel=general)
-    await h.docs(listing)
+    await h.commands.docs(listing)
     assert "X200" not in all_text(listing.followup.send)
     listing = make_interaction(guild, channel=hr)
-    await h.docs(listing)
+    await h.commands.docs(listing)
     assert "**This channel only** (1)" in all_text(listing.followup.send)
     # another channel can neither remove it nor move it
     remove, move = (make_interaction(guild, manage=True, channel=general) for _ in range(2))
-    await h.remove(remove, "X200 Dishwasher Manual")
-    await h.scope(move, "X200 Dishwasher Manual", "workspace")
+    await h.commands.remove(remove, "X200 Dishwasher Manual")
+    await h.commands.scope(move, "X200 Dishwasher Manual", "workspace")
     assert all("No document called" in all_text(i.followup.send) for i in (remove, move))
     assert [d.scope for d in await service.documents(f"discord:{GUILD_A}/{hr.id}")] == [f"discord:{GUILD_A}/{hr.id}"]
 
     move = make_interaction(guild, manage=True, channel=hr)
-    await h.scope(move, "X200 Dishwasher Manual", "workspace")
+    await h.commands.scope(move, "X200 Dishwasher Manual", "workspace")
     assert "is now searched in the whole server" in all_text(move.followup.send)
     again = make_message(question, general, guild=guild, mention_me=True)
-    await h.on_message(again)
+    await h.questions.on_message(again)
     assert "24 months" in all_text(again.create_thread.return_value.send)
     other_guild = make_guild(GUILD_B)
     theirs = make_message(question, make_text_channel(other_guild), guild=other_guild, mention_me=True)
-    await h.on_message(theirs)
+    await h.questions.on_message(theirs)
     assert "24 months" not in all_text(theirs.create_thread.return_value.send)
 
 
@@ -940,16 +948,16 @@ async def test_slash_index_and_ask_end_to_end(settings, store):
 
     service = Service(settings)
     me = make_me()
-    h = DiscordHandlers(service, store, settings, me=lambda: me)
+    h = Handlers(service, store, settings, lambda: me)
     guild = make_guild(GUILD_A)
 
     inter = make_interaction(guild, manage=True)
-    await h.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
+    await h.commands.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
     inter.response.defer.assert_awaited_once_with(thinking=True)
     assert "Indexed **X200 Dishwasher Manual** (`x200.pdf`, 2 pages)" in all_text(inter.followup.send)
 
     ask = make_interaction(guild)
-    await h.ask(ask, "How do I clean the filter of the X200?")
+    await h.questions.ask(ask, "How do I clean the filter of the X200?")
     ask.response.defer.assert_awaited_once_with(thinking=True)
     [kwargs] = sends(ask.followup.send)  # streamed: sent at the first stage, edited into the answer
     assert "X200 Dishwasher Manual p. 2" in embed_titles(ask.followup.send)
@@ -957,7 +965,7 @@ async def test_slash_index_and_ask_end_to_end(settings, store):
     assert_attachment_links(kwargs)
 
     rm = make_interaction(guild, manage=True)
-    await h.remove(rm, "x200.pdf")
+    await h.commands.remove(rm, "x200.pdf")
     assert "Removed **X200 Dishwasher Manual**" in all_text(rm.followup.send)
     assert (await service.documents(f"discord:{GUILD_A}")) == []
 
@@ -987,9 +995,9 @@ async def test_backend_failure_when_indexing_is_shown(tmp_path, store):
         retry_initial_delay_s=0.01,
     )
     me = make_me()
-    h = DiscordHandlers(Service(settings), store, settings, me=lambda: me)
+    h = Handlers(Service(settings), store, settings, lambda: me)
     inter = make_interaction(make_guild(GUILD_A), manage=True)
-    await h.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
+    await h.commands.index(inter, attachment=make_attachment("x200.pdf", MANUAL_A, "application/pdf"))
     [kwargs] = sends(inter.followup.send)
     assert kwargs["content"].startswith("⚠️ ") and "Gemini" in kwargs["content"]
     assert "Traceback" not in kwargs["content"] and len(kwargs["content"]) < 400
@@ -1008,7 +1016,7 @@ async def test_backend_failure_when_answering_is_shown(tmp_path, store):
         )
         service = Service(settings)
         me = make_me()
-        h = DiscordHandlers(service, store, settings, me=lambda: me)
+        h = Handlers(service, store, settings, lambda: me)
         guild = make_guild(GUILD_A)
         pdf = make_attachment("x200.pdf", MANUAL_A, "application/pdf")
         idx = make_message(
@@ -1019,12 +1027,12 @@ async def test_backend_failure_when_answering_is_shown(tmp_path, store):
             mention_me=True,
             attachments=[pdf],
         )
-        await h.on_message(idx)
+        await h.questions.on_message(idx)
         assert "Indexed" in all_text(idx.create_thread.return_value.send)
 
         fake.fail_always = 503  # Gemini goes down
         msg = make_message("How long is the X200 warranty?", make_text_channel(guild), guild=guild, mention_me=True)
-        await h.on_message(msg)
+        await h.questions.on_message(msg)
         text = all_text(msg.create_thread.return_value.send)
         assert "⚠️ Gemini kept" in text and "Traceback" not in text
 
@@ -1035,7 +1043,7 @@ async def test_bare_mention_gets_usage_in_place_without_a_thread(store):
     guild = make_guild(GUILD_A)
     channel = make_text_channel(guild)
     msg = make_message("", channel, guild=guild, mention_me=True)
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     msg.create_thread.assert_not_called()
     assert "Ask me about the documents" in all_text(channel.send)
     assert service.turns == []
@@ -1051,7 +1059,7 @@ async def test_mention_through_the_bots_managed_role(store):
     role.tags.bot_id = ME_ID
     msg = make_message("<@&777> warranty?", make_text_channel(guild), guild=guild)
     msg.role_mentions = [role]
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     assert [t.question for t in service.turns] == ["warranty?"]
 
 
@@ -1091,7 +1099,7 @@ async def test_a_screenshot_is_read_whole_from_the_cdn(store, cdn):
     png = big_png()
     assert len(png) > 500_000
     msg = make_message("which part is this?", make_dm(), attachments=[cdn.attachment("shot.png", png, "image/png")])
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     [turn] = service.turns
     assert turn.images[0].data == png and len(cdn.downloads) == 1
 
@@ -1115,7 +1123,7 @@ async def test_a_failed_attachment_read_is_named_and_the_question_still_answered
     else:
         getattr(cdn, failure)(att)
     dm = make_dm()
-    await h.on_message(make_message("what is the warranty?", dm, attachments=[att]))
+    await h.questions.on_message(make_message("what is the warranty?", dm, attachments=[att]))
     text = all_text(dm.send)
     assert "shot.png: " in text and expected in text, text
     assert "went wrong" not in text
@@ -1132,7 +1140,7 @@ async def test_an_oversized_attachment_is_refused_before_downloading(store, cdn)
     msg = make_message(
         "index this", channel, make_user(manage=True), guild=guild, mention_me=True, attachments=[shot, pdf]
     )
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     text = all_text(msg.create_thread.return_value.send)
     assert "huge.png: 31.5 MB is over the 5 MB limit for screenshots" in text
     assert "huge.pdf: 314.6 MB is over the 200 MB limit" in text
@@ -1149,7 +1157,7 @@ async def test_answers_carry_feedback_buttons_that_any_process_understands(store
     h = handlers_for(service, store)
     guild = make_guild(GUILD_A)
     msg = make_message("what is the warranty period?", make_text_channel(guild), guild=guild, mention_me=True)
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
     ids = buttons(kwargs)  # in the layout's action row
     assert (
@@ -1162,7 +1170,7 @@ async def test_answers_carry_feedback_buttons_that_any_process_understands(store
         button = await FeedbackButton.from_custom_id(MagicMock(), MagicMock(), match)
         click = make_interaction(guild, user=make_user(uid=user))
         click.client = MagicMock()
-        click.client.threads = store  # the bot keeps its thread memory for the buttons
+        click.client.ratings = store  # the bot keeps where the buttons' clicks go
         await button.callback(click)
         click.response.send_message.assert_awaited_once()
         assert click.response.send_message.call_args.kwargs["ephemeral"] is True
@@ -1175,7 +1183,7 @@ async def test_a_clarifying_question_has_no_feedback_buttons(store):
     h = handlers_for(FakeService(clarify="Which product do you mean?"), store)
     guild = make_guild(GUILD_A)
     msg = make_message("and its width?", make_text_channel(guild), guild=guild, mention_me=True)
-    await h.on_message(msg)
+    await h.questions.on_message(msg)
     [kwargs] = sends(msg.create_thread.return_value.send)
     assert not buttons(kwargs) and "Which product" in message_text(kwargs)
 
@@ -1202,12 +1210,12 @@ async def test_a_password_in_an_index_address_appears_in_no_message(settings, st
     await site.start()
     base = f"http://admin:hunter2@127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
     try:
-        h = DiscordHandlers(Service(settings.with_(allow_private_urls=True)), store, settings, me=make_me)
+        h = Handlers(Service(settings.with_(allow_private_urls=True)), store, settings, make_me)
         guild = make_guild(GUILD_A)
         shown = []
         for url in (f"{base}/x200.pdf", f"{base}/gone.pdf"):
             inter = make_interaction(guild, manage=True)
-            await h.index(inter, url=url)
+            await h.commands.index(inter, url=url)
             shown += [all_text(inter.followup.send), str(inter.edit_original_response.call_args_list)]
     finally:
         await runner.cleanup()

@@ -125,14 +125,14 @@ def only_message(fake: FakeDiscord) -> tuple[str, list[dict]]:
 async def streaming_client(bot, discord_api, pieces, **options):
     """A bot whose service streams `pieces` (StreamingService's options) on the client's clock."""
     client = await bot(StreamingService(None, pieces, gate=discord_api, **options))
-    client.handlers.service.time = client.time
+    client.questions.service.time = client.time
     return client
 
 
 async def test_the_answer_streams_into_one_v2_message_that_ends_as_the_layout(bot, discord_api):
     pieces = [f"Part {i} of the answer. " for i in range(20)]
     client = await streaming_client(bot, discord_api, pieces, citations=2)
-    await client.handlers.on_message(dm_message(client, "what is the warranty?"))
+    await client.questions.on_message(dm_message(client, "what is the warranty?"))
 
     mid, versions = only_message(discord_api)
     assert all(v["flags"] & V2_FLAG and not v["content"] and not v["embeds"] for v in versions)
@@ -167,9 +167,9 @@ async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_a
     # The fake's rate limit is real: an unthrottled stream is told 429, and the answer still arrives.
     pieces = [f"Piece {i}. " for i in range(30)]
     client = await streaming_client(bot, discord_api, pieces, step=0.05, every=1)
-    client.handlers.options = type(client.handlers.options)(edit_interval=0.05)  # below the setting's floor
+    client.questions.options = type(client.questions.options)(edit_interval=0.05)  # below the setting's floor
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
-        await client.handlers.on_message(dm_message(client, "warranty?"))
+        await client.questions.on_message(dm_message(client, "warranty?"))
     assert discord_api.rate_limited
     assert "could not update the streamed answer" in caplog.text or "could not edit the streamed" in caplog.text
     every = [v for vs in discord_api.versions.values() for v in vs]
@@ -179,7 +179,7 @@ async def test_edits_too_fast_for_discord_are_refused_by_the_fake(bot, discord_a
 async def test_a_reader_failure_mid_stream_ends_the_same_message_with_the_error(bot, discord_api):
     pieces = [f"Sentence {i}. " for i in range(10)]
     client = await streaming_client(bot, discord_api, pieces, fail_after=6)
-    await client.handlers.on_message(dm_message(client, "warranty?"))
+    await client.questions.on_message(dm_message(client, "warranty?"))
     mid, versions = only_message(discord_api)
     last = "\n".join(texts(versions[-1]))
     assert "Sentence 5." in last and "⚠️ Gemini stopped answering; try again later." in last
@@ -191,7 +191,7 @@ async def test_a_refused_layout_falls_back_to_embeds_visibly_in_the_log(bot, dis
     discord_api.refuse_v2 = True
     client = await streaming_client(bot, discord_api, ["The warranty is ", "**2 years**."])
     with caplog.at_level(logging.WARNING, "pixelrag.discord"):
-        await client.handlers.on_message(dm_message(client, "warranty?"))
+        await client.questions.on_message(dm_message(client, "warranty?"))
     assert "Discord refused the Components V2 layout" in caplog.text
     assert discord_api.refused and discord_api.refused[0]["code"] == 50035
     mid, versions = only_message(discord_api)
@@ -207,7 +207,7 @@ async def test_a_refused_layout_falls_back_to_embeds_visibly_in_the_log(bot, dis
 
 async def test_embeds_only_when_configured(bot, discord_api):
     client = await bot(FakeService(), DISCORD_LAYOUT="embeds")
-    await client.handlers.on_message(dm_message(client, "warranty?"))
+    await client.questions.on_message(dm_message(client, "warranty?"))
     [(mid, [message])] = discord_api.versions.items()  # no events: posted whole
     assert not message["flags"] & V2_FLAG and message["embeds"] and "2 years" in message["content"]
 
@@ -215,7 +215,7 @@ async def test_embeds_only_when_configured(bot, discord_api):
 async def test_a_long_answer_continues_in_messages_cut_at_paragraph_ends(bot, discord_api):
     paragraphs = [f"Paragraph {i}: " + ("word " * 150).strip() for i in range(12)]  # ~ 9,000 characters
     client = await bot(FakeService(markdown="\n\n".join(paragraphs), citations=6))
-    await client.handlers.on_message(dm_message(client, "tell me everything"))
+    await client.questions.on_message(dm_message(client, "tell me everything"))
     messages = [vs[-1] for vs in discord_api.versions.values()]
     assert len(messages) >= 3
     answer_texts = [t for m in messages for t in texts(m) if not t.startswith("📄")]
@@ -286,7 +286,7 @@ def test_the_fake_refuses_what_discord_refuses():
 
 async def test_the_v2_flag_cannot_be_removed_by_an_edit(bot, discord_api):
     client = await bot(FakeService())
-    await client.handlers.on_message(dm_message(client, "warranty?"))
+    await client.questions.on_message(dm_message(client, "warranty?"))
     [(mid, [sent])] = discord_api.versions.items()
     assert sent["flags"] & V2_FLAG
     partial = client.get_partial_messageable(int(sent["channel_id"])).get_partial_message(int(mid))
@@ -300,8 +300,8 @@ async def test_the_v2_flag_cannot_be_removed_by_an_edit(bot, discord_api):
 
 async def test_a_click_on_the_v2_layouts_buttons_is_recorded(bot, discord_api):
     client = await bot(FakeService())
-    threads = client.handlers.threads
-    await client.handlers.on_message(dm_message(client, "what is the warranty period?"))
+    threads = client.questions.threads
+    await client.questions.on_message(dm_message(client, "what is the warranty period?"))
     [(mid, [message])] = discord_api.versions.items()
     good, bad = [b["custom_id"] for b in of_type(message, 2)]
 
@@ -328,7 +328,7 @@ async def test_a_real_answer_streams_its_stages_and_ends_with_its_evidence(tmp_p
     pdf.write_bytes(MANUAL_A)
     await service.index([str(pdf)])  # the shared collection, which DMs search
     client = await bot(service)
-    await client.handlers.on_message(dm_message(client, "How long is the X200 dishwasher warranty?"))
+    await client.questions.on_message(dm_message(client, "How long is the X200 dishwasher warranty?"))
 
     mid, versions = only_message(discord_api)
     assert "Searching 1 document" in "\n".join(texts(versions[0]))  # shown before the answer exists
@@ -375,7 +375,7 @@ async def test_slash_ask_is_deferred_then_streams_into_its_follow_up(bot, discor
     assert len(versions) >= 3 and discord_api.rate_limited == []
     final = versions[-1]
     assert "Step 7 of the answer." in texts(final)[0] and of_type(final, 12)
-    assert client.handlers.service.turns[0].question == "what is the warranty?"
+    assert client.questions.service.turns[0].question == "what is the warranty?"
 
 
 async def test_layout_limits_and_a_citation_without_images():

@@ -239,7 +239,7 @@ def discord_shown(discord_api: FakeDiscord) -> str:
 
 async def test_a_discord_answer_quotes_pings_and_links_as_printed(bot, discord_api, tmp_path):  # noqa: F811
     client = await hostile_discord(bot, tmp_path)
-    await client.handlers.on_message(dm_message(client, QUESTION))
+    await client.questions.on_message(dm_message(client, QUESTION))
     shown = discord_shown(discord_api)
     assert DISCORD_PINGS in shown and LINKS in shown and "<!channel> X200 [manual](https://evil.example/t)" in shown
     assert all(v["flags"] for vs in discord_api.versions.values() for v in vs)  # Components V2, edited in
@@ -249,7 +249,7 @@ async def test_a_discord_answer_quotes_pings_and_links_as_printed(bot, discord_a
 async def test_the_embed_rendering_quotes_them_as_printed_too(bot, discord_api, tmp_path):  # noqa: F811
     discord_api.refuse_v2 = True
     client = await hostile_discord(bot, tmp_path)
-    await client.handlers.on_message(dm_message(client, QUESTION))
+    await client.questions.on_message(dm_message(client, QUESTION))
     assert any(m["embeds"] for m in discord_api.messages.values())
     assert DISCORD_PINGS in discord_shown(discord_api)
     assert not discord_api.acted

@@ -185,11 +185,11 @@ async def test_a_discord_question_during_an_outage_is_told_so(database):
     store = await PostgresThreads(database.url).open()
     try:
         service = FakeService()
-        handlers = handlers_for(service, store)
+        questions = handlers_for(service, store).questions
         guild = make_guild(1234)
         channel = make_text_channel(guild)
         database.stop()
-        await handlers.on_message(make_message("what is the warranty period?", channel, guild=guild, mention_me=True))
+        await questions.on_message(make_message("what is the warranty period?", channel, guild=guild, mention_me=True))
         assert "The document index is unavailable right now: its database does not answer" in all_text(channel.send)
         assert not service.turns
         database.start()

@@ -1,8 +1,9 @@
-"""What the bot does with a message or an app command, as async methods over discord objects.
+"""Questions on Discord: a message addressed to the bot, or /ask, becomes an answer in its place.
 
-Deciding whether a message is for us, reading attachments, choosing where to reply, permissions
-and error reporting happen here; retrieval and reading are core's. The cogs only delegate to
-`DiscordHandlers`, and the tests drive it directly with spec'd mocks.
+Deciding whether a message is for the bot, claiming its delivery (core's `Delivery`: a gateway resume
+can deliver it twice), reading attachments, choosing where to reply and reporting failures happen
+here; retrieval and reading are core's. A PDF sent with "index this" is indexed from the message.
+The cogs only delegate, and the tests drive this class directly with spec'd mocks.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import time
 from collections.abc import Callable
 
 import discord
-from discord import app_commands
 
 from bot.triggers import asks_to_index
 from core import (
@@ -24,28 +24,14 @@ from core import (
     Service,
     Settings,
     ThreadMemory,
-    choose_indexing_place,
-    collection,
     indexing_scope,
-    own_and_shared,
 )
 
-from .feedback import feedback_view
 from .files import Attachments, kind
-from .layout import render_layout
+from .layout import render_both
 from .permissions import Permissions
 from .progress import ProgressNotice
-from .render import (
-    NO_PINGS,
-    Rendered,
-    code,
-    describe_report,
-    place_note,
-    render_answer,
-    render_documents,
-    shown_text,
-    text_messages,
-)
+from .render import NO_PINGS, describe_report, place_note, shown_text, text_messages
 from .replies import GENERIC_FAILURE, Replier, deliver, say
 from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
 from .settings import DiscordSettings
@@ -53,14 +39,13 @@ from .stream import AnswerStream
 
 log = logging.getLogger("pixelrag.discord")
 
-PLACES = {"channel": "this channel only", "workspace": "the whole server"}
 USAGE = (
     "Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
     "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”."
 )
 
 
-class DiscordHandlers:
+class DiscordQuestions:
     def __init__(
         self,
         service: Service,
@@ -81,8 +66,6 @@ class DiscordHandlers:
             time.monotonic,
             asyncio.sleep,
         )  # how streamed edits are spaced (tests pass time by hand)
-
-    # ---- messages -------------------------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
         me = self.me()
@@ -192,8 +175,6 @@ class DiscordHandlers:
                 lines.append(f"⚠️ {shown_text(text if text.startswith(att.filename) else f'{att.filename}: {text}')}")
         await deliver(place.send, text_messages("\n".join(lines)))
 
-    # ---- app commands ---------------------------------------------------------------------
-
     async def ask(
         self, interaction: discord.Interaction, question: str, image: discord.Attachment | None = None
     ) -> None:
@@ -223,125 +204,6 @@ class DiscordHandlers:
                 problems,
                 str(interaction.user.id),
             )
-
-    async def index(
-        self,
-        interaction: discord.Interaction,
-        url: str | None = None,
-        attachment: discord.Attachment | None = None,
-        where: str | None = None,
-    ) -> None:
-        if not await self._may_manage(interaction):
-            return
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            scope = await indexing_scope(self.threads, _scope(interaction), where)
-            async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
-                if attachment is not None:
-                    if kind(attachment) != "pdf":
-                        raise BadInput(f"{attachment.filename}: only PDFs can be indexed.")
-                    data = await self.files.download(attachment, self.settings.max_pdf_bytes)
-                    report = await self.service.index_bytes(data, attachment.filename, scope=scope, progress=notice)
-                elif url and url.strip():
-                    report = await self.service.index([url.strip()], scope=scope, progress=notice)
-                else:
-                    raise BadInput("Give a PDF URL or attach a PDF to index.")
-            await replier.send_all(text_messages(describe_report(report) + place_note(scope, report)))
-
-    async def reindex(self, interaction: discord.Interaction, document: str | None = None) -> None:
-        if not await self._may_manage(interaction):
-            return
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
-                report = await self.service.reindex(_scope(interaction), document or None, progress=notice)
-            await replier.send_all(text_messages(describe_report(report)))
-
-    async def docs(self, interaction: discord.Interaction) -> None:
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            scope = _scope(interaction)
-            await replier.send_all(render_documents(await self.service.documents(scope), scope))
-
-    async def scope(self, interaction: discord.Interaction, document: str, where: str) -> None:
-        """Make a document this channel's only, or the whole server's."""
-        if not await self._may_manage(interaction):
-            return
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            scope = _scope(interaction)
-            report = await self.service.move(scope, document, collection(scope, where))
-            titles = ", ".join(f"**{shown_text(d.title)}**" for d in report.documents + report.unchanged)
-            await replier.send_all(text_messages(f"✅ {titles} is now searched in {PLACES[where]}."))
-
-    async def indexing(self, interaction: discord.Interaction, where: str) -> None:
-        """Where documents indexed in a channel of this server go from now on."""
-        if not await self._may_manage(interaction):
-            return
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            await choose_indexing_place(self.threads, _scope(interaction), where)
-            await replier.send_all(
-                text_messages(f"✅ From now on, a document indexed in a channel is searched in {PLACES[where]}.")
-            )
-
-    async def remove(self, interaction: discord.Interaction, document: str) -> None:
-        if not await self._may_manage(interaction):
-            return
-        await interaction.response.defer(thinking=True)
-        async with Replier(interaction) as replier:
-            doc = await self.service.remove(_scope(interaction), document)
-            await replier.send_all(
-                text_messages(
-                    f"🗑️ Removed **{shown_text(doc.title)}** ({code(doc.file_name)}) from this server's documents."
-                )
-            )
-
-    async def document_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        """Autocomplete for /remove, /reindex and /scope: this channel's and this server's own documents."""
-        scope = _scope(interaction)
-        try:
-            docs = own_and_shared(await self.service.documents(scope), scope)[0]
-        except Exception:
-            log.warning("document autocomplete failed", exc_info=True)
-            return []
-        needle = current.lower()
-        return [
-            app_commands.Choice(name=d.title[:100], value=d.doc_id)
-            for d in docs
-            if needle in d.title.lower() or needle in d.file_name.lower()
-        ][:25]
-
-    async def _may_manage(self, interaction: discord.Interaction) -> bool:
-        """Checked before deferring, so a refusal is a quick private reply."""
-        if interaction.guild is None:
-            await interaction.response.send_message(
-                "Documents are managed in a server; in DMs I answer from the shared collection only.", ephemeral=True
-            )
-            return False
-        if not self.permissions.allows(interaction.user, interaction.permissions):
-            await interaction.response.send_message(self.permissions.refusal(), ephemeral=True)
-            return False
-        return True
-
-
-def _scope(interaction: discord.Interaction) -> str:
-    return scope_for(interaction.guild_id, interaction.channel)
-
-
-def render_both(answer, limit: int, problems: list[str], turn_id: int | None) -> Rendered:
-    """The answer as a Components V2 layout and as embeds (where the layout is refused)."""
-    return Rendered(
-        render_layout(answer, limit, notes=problems, turn_id=turn_id),
-        with_feedback(render_answer(answer, limit, notes=problems), answer, turn_id),
-    )
-
-
-def with_feedback(messages: list, answer, turn_id: int | None) -> list:
-    """An answer of a stored turn gets 👍 / 👎 under its last message; a clarifying question does not."""
-    if turn_id is not None and not answer.clarifying_question and messages:
-        messages[-1].view = feedback_view(turn_id)
-    return messages
 
 
 class _Place:
