@@ -36,85 +36,89 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pixelrag", description="Answer questions about PDFs by reading their pages.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)  # main() runs cmd_<command>
+    for add in (document_commands, question_commands, bot_commands, eval_command):
+        add(sub)
+    return parser
 
-    def common(p):
-        p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-        p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
-        p.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
+def common_options(p) -> None:
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def document_commands(sub) -> None:
+    """index, reindex, remove, repair, migrate: what the index holds."""
     p = sub.add_parser("index", help="index PDF files, folders of them, or URLs")
     p.add_argument("sources", nargs="+", metavar="FILE_FOLDER_OR_URL")
     p.add_argument("--recursive", "-r", action="store_true", help="a folder's subfolders too")
     p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
-    common(p)
-    p.set_defaults(command="index")
+    common_options(p)
 
     p = sub.add_parser("reindex", help="fetch the shared collection's documents again; embed only changed pages")
     p.add_argument("document", nargs="?", help="title, file name or id (default: all)")
     p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
-    common(p)
-    p.set_defaults(command="reindex")
+    common_options(p)
 
     p = sub.add_parser("remove", help="remove a document from the shared collection")
     p.add_argument("document", help="title, file name or id")
     p.add_argument("--scope", default=SHARED_SCOPE, help=SCOPE_HELP)
-    common(p)
-    p.set_defaults(command="remove")
+    common_options(p)
 
     p = sub.add_parser("repair", help="make the newest intact snapshot active after damage; keep stray PDFs")
-    common(p)
-    p.set_defaults(command="repair")
+    common_options(p)
 
     p = sub.add_parser("migrate", help="copy the index folder into a PostgreSQL database, nothing embedded again")
     p.add_argument("--to", required=True, metavar="postgresql://…", help="the database (as PIXELRAG_DATABASE_URL)")
-    common(p)
-    p.set_defaults(command="migrate")
+    common_options(p)
 
+
+def question_commands(sub) -> None:
+    """ask, status, chat: questions from the terminal."""
     p = sub.add_parser("ask", help="ask a question (and/or give a screenshot)")
     p.add_argument("question", nargs="?", default="")
     p.add_argument("--image", action="append", help="screenshot to use as (part of) the query")
     p.add_argument("--retrieve-only", action="store_true", help="stop after retrieval")
     p.add_argument("--out", default="out", help="folder for preview and highlight images (default ./out)")
-    common(p)
+    common_options(p)
     jev_option(p)
-    p.set_defaults(command="ask")
 
     p = sub.add_parser("status", help="what the index holds")
-    common(p)
-    p.set_defaults(command="status")
+    common_options(p)
 
     p = sub.add_parser("chat", help="talk to the bot in the terminal (same service as Slack and Discord)")
     p.add_argument("--out", default="out/chat", help="folder for images")
-    common(p)
-    p.set_defaults(command="chat")
+    common_options(p)
 
+
+def bot_commands(sub) -> None:
+    """slack, discord, doctor, feedback: the bots and what serves them."""
     p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
     p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
     health_option(p, "Socket Mode")
-    common(p)
+    common_options(p)
     jev_option(p)
-    p.set_defaults(command="slack")
 
     p = sub.add_parser("discord", help="run the Discord bot")
     health_option(p, "the bot")
-    common(p)
+    common_options(p)
     jev_option(p)
-    p.set_defaults(command="discord")
 
     p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")
     p.add_argument("--manifest", help="the Slack app manifest the token's scopes must cover (default: manifest.yml)")
     p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
     p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
-    p.set_defaults(command="doctor")
 
     p = sub.add_parser("feedback", help="export the answers people rated in chat as evaluation questions")
     p.add_argument("action", choices=["export"])
     p.add_argument("--rating", choices=["bad", "good"], default="bad", help="which ratings (default: bad)")
     p.add_argument("--out", help="JSONL file to write (default: standard output)")
     p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
-    p.set_defaults(command="feedback")
 
+
+def eval_command(sub) -> None:
+    """eval: the lab's harness (run from a checkout)."""
     p = sub.add_parser("eval", help="score retrieval (and the reader) on a questions file")
     p.add_argument("questions", metavar="QUESTIONS.jsonl")
     p.add_argument("--corpus", required=True, help="folder holding the PDFs the questions refer to")
@@ -143,5 +147,3 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank every question by the dense ranking and by Jev from the same 8 candidates; "
         "exit 1 when the selector fell back or a question failed",
     )
-    p.set_defaults(command="eval")
-    return parser

@@ -2,15 +2,16 @@
 
 Adapters import from here only, and only what is listed in `__all__`: exactly the names bot/ uses,
 sorted (tests/core/test_public_face.py holds both). Behind it: indexing (core/indexing/), answering
-(core/answering.py) and the conversation flow (core/conversation.py) over one store and one backend
+(core/answering/) and the conversation around it (core/chat/) over one store and one backend
 (core/backends/); docs/ARCHITECTURE.md draws the whole map.
 """
 
+from .answering.query_images import attachment_kind, validate_query_image
+from .chat.conversation import Conversation, rate_answer
+from .chat.delivery import Delivery
+from .chat.usage import summary as usage_summary
 from .config import Settings, flag, load_settings, number
-from .conversation import Conversation, rate_answer
-from .delivery import Delivery
 from .diagnosis import FAIL, OK, SKIP, Finding, Findings
-from .documents import hide_credentials, looks_like_pdf
 from .embedded.threads import EmbeddedThreads, ThreadKey
 from .errors import (
     BadInput,
@@ -23,11 +24,11 @@ from .errors import (
     megabytes,
     plural,
 )
+from .indexing.sources import hide_credentials, looks_like_pdf
 from .markup import literal
 from .metrics import watch_loop_lag
 from .ports import ThreadMemory
 from .postgres.from_folder import migrate_index, migrate_threads
-from .query_images import attachment_kind, validate_query_image
 from .question_ids import QUESTION_ID
 from .records import (
     RATINGS,
@@ -57,7 +58,6 @@ from .scopes import (
 )
 from .service import Service
 from .storage import thread_memory
-from .usage import summary as usage_summary
 
 __all__ = [
     "Answer",

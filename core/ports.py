@@ -1,7 +1,7 @@
 """The ports: what a backend fills (what it embeds, reads and rewrites; core/backends/base.py holds the
 policies that differ between backends: which words a page has, what a query embeds, how pages are
-ranked), where pages and thread memory live. The orchestration (core/indexing/, core/answering.py,
-core/conversation.py) calls these and never asks which implementation it has.
+ranked), where pages and thread memory live. The orchestration (core/indexing/, core/answering/pipeline.py,
+core/chat/conversation.py) calls these and never asks which implementation it has.
 
 Backends live in core/backends/ (local/, gemini/); core/backends/__init__.py picks one. Pages and
 thread memory live in core/embedded/ (an index folder, SQLite) or core/postgres/; core/storage.py picks one.
@@ -207,10 +207,10 @@ class ThreadMemory(Protocol):
         first: one person's, or (user None) everyone's."""
 
     async def record_question(self, platform: str, workspace: str, user: str, at: float) -> None:
-        """Count a question against the limits (core/limits.py)."""
+        """Count a question against the limits (core/chat/limits.py)."""
 
     async def add_usage(self, platform: str, workspace: str, counts: Mapping[str, int], at: float) -> None:
-        """Add what a question cost (core/usage.py) to its workspace's total for the day of `at`."""
+        """Add what a question cost (core/chat/usage.py) to its workspace's total for the day of `at`."""
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         """The costs added since `since` (from the start of its day): one workspace's, or every one's."""

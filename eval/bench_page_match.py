@@ -1,4 +1,4 @@
-"""How often the pixels tell which page a screenshot was cut from (core/page_match.py), and how long it takes.
+"""How often the pixels tell which page a screenshot was cut from (core/answering/page_match.py), and how long it takes.
 
 Cuts are drawn at random from the PDFs of one folder as the question sets cut them (150 dpi; boxes of 20-90 %
 of the page's width and 8-45 % of its height; cuts with no ink left out, as no screenshot shows blank paper),
@@ -27,8 +27,8 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core import load_settings  # noqa: E402
-from core.documents import render_page  # noqa: E402
-from core.page_match import CANDIDATES, shown_page  # noqa: E402
+from core.answering.page_match import CANDIDATES, shown_page  # noqa: E402
+from core.indexing.sources import render_page  # noqa: E402
 from eval.screenshots import VARIANTS, image_variant, render_crop  # noqa: E402
 
 MIN_INK = 0.01  # share of dark pixels below which a cut is blank paper

@@ -72,7 +72,7 @@ class Claims:
 
     async def claim(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
         """Retried deliveries repeat the event id; a mention also arrives as a message event with
-        another id, so the message itself is claimed too (core/delivery.py). A process killed on the way
+        another id, so the message itself is claimed too (core/chat/delivery.py). A process killed on the way
         leaves the claims open, so Slack's redelivery is answered after a restart."""
         team = team_of(body, event, context)
         ids = [c for c in (body.get("event_id"), f"slack-message:{team}:{event['channel']}:{event['ts']}") if c]

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..documents import read_recorded, recorded_path
 from ..errors import IndexProblem
+from ..indexing.sources import read_recorded, recorded_path
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index, lexical_texts
 from ..records import Document, Page

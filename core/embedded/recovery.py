@@ -11,8 +11,8 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from ..documents import Source, hide_credentials, read_recorded, recorded_path
 from ..errors import IndexProblem
+from ..indexing.sources import Source, hide_credentials, read_recorded, recorded_path
 from ..records import Document
 from .disk import write_replacing
 from .index_folder import IndexFolder

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import aiosqlite
 
+from ..chat.limits import KEEP_QUESTIONS_S
+from ..chat.usage import day_of
 from ..errors import IndexProblem
-from ..limits import KEEP_QUESTIONS_S
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
-from ..usage import day_of
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.
@@ -56,7 +56,7 @@ MIGRATIONS = (
     """
     ALTER TABLE events ADD COLUMN progress TEXT NOT NULL DEFAULT '{}';
     """,
-    # Questions counted against the limits (core/limits.py) and each workspace's costs per day (core/usage.py).
+    # Questions counted against the limits and each workspace's costs per day (core/chat/: limits.py, usage.py).
     """
     CREATE TABLE IF NOT EXISTS questions (platform TEXT NOT NULL, workspace TEXT NOT NULL, user TEXT NOT NULL,
         at REAL NOT NULL);

@@ -5,20 +5,21 @@ the pages whose pixels are unchanged; the document's record and its pages with t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..backends.base import Backend
 from ..cleaning import clean_text
 from ..config import Settings
-from ..documents import PAGE_PIXELS, RenderedPage, Source, document_title, open_pdf, page_pixels
 from ..errors import BadInput, IndexProblem
-from ..page_rendering import DocumentPages, PageRenderer, Unrenderable
 from ..ports import IndexBuild
 from ..records import Document, Page, PageInput, Progress, Word
+from .page_rendering import DocumentPages, PageRenderer, Unrenderable
+from .sources import PAGE_PIXELS, RenderedPage, Source, document_title, open_pdf, page_pixels
 
 ProgressFn = Callable[[Progress], None]
 # A step's embedding waits on remote calls while the next step is drawn; with only one step embedded at a
@@ -50,9 +51,10 @@ class DocumentBuilder:
         progress: ProgressFn,
         warnings: list[str],
     ) -> tuple[Pending, int, int]:
+        """The document's record and its pages with vectors, (embedded, reused) page counts; what the user
+        should know of how it went is added to `warnings`."""
         pdf = await asyncio.to_thread(open_pdf, source, self.settings)
         embeddings: list[asyncio.Task] = []  # steps being embedded, oldest first
-        drawing: asyncio.Future | None = None
         drawn: DocumentPages | None = None
         try:
             document = Document(
@@ -65,89 +67,46 @@ class DocumentBuilder:
                 source.origin,
             )
             await build.save_source(document, source.data)
-            total = pdf.page_count
             # Enough pages per step to keep the embedder busy; no more, or the last step's embedding
             # would wait long for its pages with nothing to overlap it.
             step_size = max(PAGES_PER_STEP, self.backend().embedder.pages_in_flight)
-            pages: list[Page] = []
-            vectors: list[np.ndarray | None] = []
-            blank: list[int] = []
-            reduced: list[tuple[int, float]] = []  # (page, dpi) of pages too large for the render setting
-            finished = embedded = 0
-            began = time.monotonic()
-
-            def report(n: int) -> None:
-                nonlocal finished
-                finished += n
-                done, elapsed = min(finished, total), time.monotonic() - began
-                rate = done / elapsed if done and elapsed >= PACE_AFTER_S else 0.0
-                left = (total - done) / rate if rate and done < total else None
-                progress(Progress("embed", done, total, document.title, rate, left))
-
-            async def embed(fresh: list[tuple[int, PageInput]]) -> None:
-                new = await self.backend().embedder.embed_pages([item for _, item in fresh], report)
-                if len(new) != len(fresh):
-                    raise IndexProblem(f"The embedder returned {len(new)} vectors for {len(fresh)} pages.")
-                for (slot, _), vector in zip(fresh, new):
-                    vectors[slot] = vector
-
+            got = _Gathered()
+            pace = _Pace(progress, pdf.page_count, document.title)
             drawn = self.renderer.for_document(pdf, source, document.doc_id, step_size)
-            steps = [range(start, min(total, start + step_size)) for start in range(0, total, step_size)]
-            this_step = drawing = asyncio.ensure_future(drawn.render(steps[0]))
-            for n, step in enumerate(steps):
-                # Read this step while the next one is drawn and the previous ones are embedded.
-                rendered = await this_step
-                drawing = None
-                if n + 1 < len(steps):
-                    this_step = drawing = asyncio.ensure_future(drawn.render(steps[n + 1]))
-                fresh: list[tuple[int, PageInput]] = []
-                for page, jpeg, reused, empty, dpi in await self._read(build, rendered, document, progress):
-                    if empty:
-                        blank.append(page.page)
-                    if dpi < self.settings.render_dpi:
-                        reduced.append((page.page, dpi))
-                    pages.append(page)
-                    vectors.append(reused)
-                    if reused is None:
-                        fresh.append((len(pages) - 1, PageInput(page, jpeg, document.title)))
-                while len(embeddings) >= STEPS_EMBEDDED_AT_ONCE:
-                    await embeddings.pop(0)
-                report(len(step) - len(fresh))  # reused pages are done already
-                embedded += len(fresh)
-                if fresh:
-                    embeddings.append(asyncio.create_task(embed(fresh)))
-            if len(blank) == total:
+            steps = [
+                range(start, min(pdf.page_count, start + step_size)) for start in range(0, pdf.page_count, step_size)
+            ]
+            async with contextlib.aclosing(_drawn_ahead(drawn, steps)) as rendered_steps:
+                async for step, rendered in rendered_steps:
+                    read = await self._read(build, rendered, document, progress)
+                    fresh = got.add(read, document.title, self.settings.render_dpi)
+                    while len(embeddings) >= STEPS_EMBEDDED_AT_ONCE:
+                        await embeddings.pop(0)
+                    pace.advance(len(step) - len(fresh))  # reused pages are done already
+                    if fresh:
+                        embeddings.append(asyncio.create_task(self._embed(fresh, got.vectors, pace)))
+            if len(got.blank) == pdf.page_count:
                 damage = " is damaged (PyMuPDF had to repair it) and" if pdf.is_repaired else ""
                 raise BadInput(f"{source.name}{damage} has no page with anything on it; nothing was indexed.")
             for task in embeddings:
                 await task
-            if reduced:
-                lowest = min(dpi for _, dpi in reduced)
-                warnings.append(
-                    f"{source.name}: {_pages(n for n, _ in reduced)} more than "
-                    f"{PAGE_PIXELS // 1_000_000} megapixels at {self.settings.render_dpi} dpi; rendered at "
-                    f"down to {lowest:.0f} dpi instead, so small print there may not be read."
-                )
-            if pdf.is_repaired:
-                came_out = f"; pages {_ranges(blank)} came out empty" if blank else ""
-                warnings.append(
-                    f"{source.name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
-                    f"short): it was indexed as far as it could be read{came_out}. Index the complete "
-                    "file again when you have it."
-                )
-            done = [v for v in vectors if v is not None]
-            if len(done) != len(vectors):  # every fresh page's vectors were set by embed()
-                raise IndexProblem(f"{source.name}: {len(vectors) - len(done)} pages were not embedded.")
-            return Pending(document, pages, done), embedded, total - embedded
+            warnings += got.warnings(source.name, pdf.is_repaired, self.settings.render_dpi)
+            return Pending(document, got.pages, got.embedded(source.name)), got.fresh, pdf.page_count - got.fresh
         finally:
             for task in embeddings:
                 task.cancel()
             await asyncio.gather(*embeddings, return_exceptions=True)  # every failure retrieved, none logged as lost
-            if drawing is not None:  # let the step being drawn finish: its thread reads the PDF closed below
-                await asyncio.gather(drawing, return_exceptions=True)
             if drawn is not None:
                 drawn.close()
             pdf.close()
+
+    async def _embed(self, fresh: list[tuple[int, PageInput]], vectors: list[np.ndarray | None], pace: _Pace) -> None:
+        """Embed a step's new pages into their slots of `vectors`."""
+        new = await self.backend().embedder.embed_pages([item for _, item in fresh], pace.advance)
+        if len(new) != len(fresh):
+            raise IndexProblem(f"The embedder returned {len(new)} vectors for {len(fresh)} pages.")
+        for (slot, _), vector in zip(fresh, new):
+            vectors[slot] = vector
 
     async def _read(
         self, build: IndexBuild, rendered: list[RenderedPage | Unrenderable], document: Document, progress: ProgressFn
@@ -179,6 +138,91 @@ class DocumentBuilder:
         """The words of a page that has ink its text layer does not cover, read at the backend's
         resolution, one page at a time, so pixels are never held for a whole step."""
         return self.backend().page_words(page_pixels(r.jpeg, r.dpi, ocr_dpi), r.page.words)
+
+
+async def _drawn_ahead(
+    drawn: DocumentPages, steps: list[range]
+) -> AsyncGenerator[tuple[range, list[RenderedPage | Unrenderable]], None]:
+    """Each step with its drawn pages, the next step drawn meanwhile (its pages are read and embedded
+    while the PDF renders on)."""
+    upcoming: asyncio.Future | None = asyncio.ensure_future(drawn.render(steps[0]))
+    try:
+        for n, step in enumerate(steps):
+            assert upcoming is not None
+            rendered = await upcoming
+            upcoming = asyncio.ensure_future(drawn.render(steps[n + 1])) if n + 1 < len(steps) else None
+            yield step, rendered
+    finally:
+        if upcoming is not None:  # let the step being drawn finish: its thread reads the PDF closed after
+            await asyncio.gather(upcoming, return_exceptions=True)
+
+
+@dataclass
+class _Gathered:
+    """What a document's steps gathered: its pages in order, their vectors (None until embedded), and
+    the pages that came out blank or were drawn below the render setting's resolution."""
+
+    pages: list[Page] = field(default_factory=list)
+    vectors: list[np.ndarray | None] = field(default_factory=list)
+    blank: list[int] = field(default_factory=list)
+    reduced: list[tuple[int, float]] = field(default_factory=list)  # (page, dpi)
+    fresh: int = 0  # pages embedded (not reused)
+
+    def add(
+        self, read: list[tuple[Page, bytes, np.ndarray | None, bool, float]], title: str, render_dpi: int
+    ) -> list[tuple[int, PageInput]]:
+        """Keep a step's read pages; the new ones to embed, with their slots in `vectors`."""
+        fresh = []
+        for page, jpeg, reused, empty, dpi in read:
+            if empty:
+                self.blank.append(page.page)
+            if dpi < render_dpi:
+                self.reduced.append((page.page, dpi))
+            self.pages.append(page)
+            self.vectors.append(reused)
+            if reused is None:
+                fresh.append((len(self.pages) - 1, PageInput(page, jpeg, title)))
+        self.fresh += len(fresh)
+        return fresh
+
+    def embedded(self, name: str) -> list[np.ndarray]:
+        done = [v for v in self.vectors if v is not None]
+        if len(done) != len(self.vectors):  # every fresh page's vectors were set by _embed()
+            raise IndexProblem(f"{name}: {len(self.vectors) - len(done)} pages were not embedded.")
+        return done
+
+    def warnings(self, name: str, repaired: bool, render_dpi: int) -> list[str]:
+        out = []
+        if self.reduced:
+            lowest = min(dpi for _, dpi in self.reduced)
+            out.append(
+                f"{name}: {_pages(n for n, _ in self.reduced)} more than "
+                f"{PAGE_PIXELS // 1_000_000} megapixels at {render_dpi} dpi; rendered at "
+                f"down to {lowest:.0f} dpi instead, so small print there may not be read."
+            )
+        if repaired:
+            came_out = f"; pages {_ranges(self.blank)} came out empty" if self.blank else ""
+            out.append(
+                f"{name} is damaged (PyMuPDF had to repair it, perhaps the file is cut "
+                f"short): it was indexed as far as it could be read{came_out}. Index the complete "
+                "file again when you have it."
+            )
+        return out
+
+
+class _Pace:
+    """The embed progress of one document: pages done, and once measurable their rate and time left."""
+
+    def __init__(self, progress: ProgressFn, total: int, title: str):
+        self.progress, self.total, self.title = progress, total, title
+        self.finished, self.began = 0, time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.finished += n
+        done, elapsed = min(self.finished, self.total), time.monotonic() - self.began
+        rate = done / elapsed if done and elapsed >= PACE_AFTER_S else 0.0
+        left = (self.total - done) / rate if rate and done < self.total else None
+        self.progress(Progress("embed", done, self.total, self.title, rate, left))
 
 
 def _pages(numbers) -> str:

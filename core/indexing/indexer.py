@@ -15,13 +15,13 @@ from pathlib import Path
 
 from ..backends.base import Backend
 from ..config import Settings
-from ..documents import Source, hide_credentials, is_url, read_recorded, read_source, recorded_path
 from ..errors import BadInput, Busy, IndexProblem
-from ..page_rendering import PageRenderer
 from ..ports import IndexBuild, PageStore
 from ..records import SHARED_SCOPE, Document, IndexReport, Progress
 from ..scopes import own_scopes, visible_scopes
 from .document import DocumentBuilder, Pending, ProgressFn
+from .page_rendering import PageRenderer
+from .sources import Source, hide_credentials, is_url, read_recorded, read_source, recorded_path
 
 log = logging.getLogger(__name__)
 

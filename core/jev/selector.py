@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import deadline, usage
+from .. import deadline
+from ..chat import usage
 from ..config import Settings
 from ..metrics import MODEL_REQUESTS
 from ..records import TOPICS, Candidate, Hit, QueryImage, ReaderPage, Selection

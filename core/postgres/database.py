@@ -107,7 +107,7 @@ MIGRATIONS = (
     """
     ALTER TABLE pixelrag_index ADD COLUMN terms_version INTEGER NOT NULL DEFAULT 1;
     """,
-    # Questions counted against the limits (core/limits.py) and each workspace's costs per day (core/usage.py).
+    # Questions counted against the limits and each workspace's costs per day (core/chat/: limits.py, usage.py).
     """
     CREATE TABLE pixelrag_questions (platform TEXT NOT NULL, workspace TEXT NOT NULL, user_id TEXT NOT NULL,
         at DOUBLE PRECISION NOT NULL);

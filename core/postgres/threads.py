@@ -13,10 +13,10 @@ import contextlib
 import uuid
 from collections.abc import Mapping
 
-from ..limits import KEEP_QUESTIONS_S
+from ..chat.limits import KEEP_QUESTIONS_S
+from ..chat.usage import day_of
 from ..ports import ThreadKey
 from ..records import Exchange, Rated
-from ..usage import day_of
 from .database import connected, open_pool, retrying
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes

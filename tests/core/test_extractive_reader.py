@@ -11,7 +11,7 @@ from core.backends.local.embedder import LocalEmbedder
 from core.backends.local.passage_scoring import concepts
 from core.backends.local.reader import ExtractiveReader
 from core.backends.local.sentences import runs_on
-from core.documents import text_words
+from core.indexing.sources import text_words
 from core.language.question_kind import asked_measure, asks_quantity
 from core.language.tokens import content_tokens, stem
 from core.records import Hit, Page, ReaderPage, Word

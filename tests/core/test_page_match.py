@@ -1,4 +1,4 @@
-"""Telling which page a screenshot was cut from by its pixels (core/page_match.py)."""
+"""Telling which page a screenshot was cut from by its pixels (core/answering/page_match.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image, ImageDraw
 
-from core.page_match import shown_page
+from core.answering.page_match import shown_page
 
 
 def page(seed: int, shapes: int = 60) -> Image.Image:

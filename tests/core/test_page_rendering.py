@@ -7,8 +7,8 @@ from concurrent.futures import wait
 import pymupdf
 
 from core.config import Settings
-from core.documents import Source, open_pdf
-from core.page_rendering import WORTH_STARTING, PageRenderer, WorkerPages
+from core.indexing.page_rendering import WORTH_STARTING, PageRenderer, WorkerPages
+from core.indexing.sources import Source, open_pdf
 
 
 def _pdf(pages: int) -> bytes:
@@ -70,8 +70,8 @@ ORPHAN_SCRIPT = """
 import asyncio, sys, time
 from concurrent.futures import wait
 from core.config import Settings
-from core.documents import Source, open_pdf
-from core.page_rendering import WORTH_STARTING, PageRenderer
+from core.indexing.sources import Source, open_pdf
+from core.indexing.page_rendering import WORTH_STARTING, PageRenderer
 from tests.core.test_page_rendering import _pdf
 
 async def main():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from core.answering.query_images import IMAGES_BUDGET, MAX_IMAGES, MAX_SIDE, prepare_query_images, validate_query_image
 from core.errors import BadInput
-from core.query_images import IMAGES_BUDGET, MAX_IMAGES, MAX_SIDE, prepare_query_images, validate_query_image
 from core.records import QueryImage
 
 LIMIT = 5 * 1024 * 1024

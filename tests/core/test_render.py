@@ -8,7 +8,7 @@ import pymupdf
 from PIL import Image, JpegImagePlugin
 
 from core.config import Settings
-from core.documents import page_pixels, render_page
+from core.indexing.sources import page_pixels, render_page
 
 
 def _pdf(draw=None) -> pymupdf.Document:

@@ -10,9 +10,9 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from core.documents import download
+from core.answering.query_images import validate_query_image
 from core.errors import BadInput
-from core.query_images import validate_query_image
+from core.indexing.sources import download
 from core.records import QueryImage, Turn
 from core.service import Service
 from tests.conftest import text_pdf
@@ -262,7 +262,7 @@ async def test_the_download_connects_to_the_address_that_was_checked(pdf_server,
     from types import SimpleNamespace
     from urllib.parse import urlsplit
 
-    import core.documents as documents
+    import core.indexing.sources as documents
 
     port = urlsplit(pdf_server).port
     real = socket.getaddrinfo
@@ -288,7 +288,7 @@ async def test_the_download_connects_to_the_address_that_was_checked(pdf_server,
 
 
 def test_credentials_in_an_address_are_hidden_when_shown_and_still_sent():
-    from core.documents import hide_credentials, pinned
+    from core.indexing.sources import hide_credentials, pinned
 
     shown = hide_credentials(
         "index https://u:p%40ss@files.example/a.pdf?X-Amz-Signature=abc&X-Amz-Credential=def&v=2 and "

@@ -190,16 +190,16 @@ def test_a_huge_page_is_rendered_smaller_said_so_and_cited(env, capsys):
 
 
 def test_a_page_that_cannot_be_rendered_refuses_its_document_only(env, capsys, monkeypatch):
-    import core.documents
+    import core.indexing.sources
 
-    real = core.documents.render_page
+    real = core.indexing.sources.render_page
 
     def render(doc, index, doc_id, settings):
         if doc.page_count == 2 and index == 1:
             raise RuntimeError("code=4: Overly large image")
         return real(doc, index, doc_id, settings)
 
-    monkeypatch.setattr("core.page_rendering.render_page", render)
+    monkeypatch.setattr("core.indexing.page_rendering.render_page", render)
     good = text_pdf(env / "good.pdf", ["Relay R200.\nCoil voltage: 24 V DC"])
     bad = text_pdf(env / "bad.pdf", ["Pump P9.", "Weight: 2.6 kg"])
     code, out, err = run(capsys, "index", str(good), str(bad))

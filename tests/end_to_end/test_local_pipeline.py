@@ -70,7 +70,7 @@ async def test_screenshot_query_is_read_with_ocr(service, brochure, tmp_path):
 
 async def test_a_screenshot_finds_the_page_it_was_cut_from_where_its_words_fit_others_as_well(tmp_path):
     # Three pages with the same caption and labels, each with another photo-like picture: the words
-    # cannot tell them apart, the pixels can (core/page_match.py).
+    # cannot tell them apart, the pixels can (core/answering/page_match.py).
     import numpy as np
     import pymupdf
     from PIL import ImageDraw
@@ -210,7 +210,7 @@ async def test_the_index_is_opened_off_the_event_loop_and_ready_after_indexing(s
 async def test_a_damaged_page_image_costs_its_citation_its_images_not_the_answer(service, monkeypatch):
     # Pages 2 and 1 are cited; the stored image of page 2 cannot be decoded. Its citations stay, without
     # images and with a note; page 1's citation is drawn as usual.
-    from core import answering
+    from core.answering import pipeline as answering
     from core.records import ReaderPage
 
     real = answering.Answerer._check_citations

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from core import BadInput, Conversation, Service, Settings, scopes, thread_memory, usage
-from core.limits import LimitReached
+from core import BadInput, Conversation, Service, Settings, scopes, thread_memory
+from core.chat import usage
+from core.chat.limits import LimitReached
 from tests.conftest import text_pdf
 from tests.fakes.gemini import FakeGemini
 
@@ -36,8 +37,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     clock = Clock()
-    monkeypatch.setattr("core.limits.time.time", clock)
-    monkeypatch.setattr("core.usage.time.time", clock)
+    monkeypatch.setattr("core.chat.limits.time.time", clock)
+    monkeypatch.setattr("core.chat.usage.time.time", clock)
     return clock
 
 

@@ -17,7 +17,8 @@ import aiohttp
 from google import genai
 from google.genai import errors, types
 
-from ... import deadline, usage
+from ... import deadline
+from ...chat import usage
 from ...config import Settings
 from ...errors import BadInput, RemoteError
 from ...metrics import MODEL_REQUESTS

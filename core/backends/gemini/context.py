@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from google.genai import types
 
-from ...history import trim_history
+from ...answering.history import trim_history
 from ...records import Exchange, Resolution
 from .calls import GeminiCalls, json_answer
 

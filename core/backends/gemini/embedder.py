@@ -10,8 +10,8 @@ import numpy as np
 from google.genai import types
 from PIL import Image
 
+from ...answering.query_images import fit
 from ...errors import BadInput, RemoteError
-from ...query_images import fit
 from ...records import PageInput, QueryImage
 from .calls import GeminiCalls
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from ...history import trim_history
+from ...answering.history import trim_history
 from ...language.follow_ups import ARTICLES, CONNECTORS, FOLLOW_UP_START, FUNCTION_WORDS, LEADING_PREPOSITIONS, PRONOUN
 from ...language.names import QUESTION_WORDS, subject_runs
 from ...language.names import bare as _bare

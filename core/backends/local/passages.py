@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from ...citations import union_box
+from ...answering.citations import union_box
 from ...language.fold import fold
 from ...records import Box, ReaderPage, Word
 from .layout import Line, frame, printed_lines, rows

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 import time
 
-from .config import Settings
-from .errors import BadInput, plural
-from .ports import ThreadMemory
+from ..config import Settings
+from ..errors import BadInput, plural
+from ..ports import ThreadMemory
 
 HOUR, DAY = 3600.0, 86400.0
 KEEP_QUESTIONS_S = 2 * DAY  # what the stores keep: the longest window is a day

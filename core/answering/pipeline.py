@@ -12,17 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from . import citations as cites
-from . import deadline
-from .backends.base import Backend
-from .config import Settings
-from .errors import BadInput
-from .jev.selector import PageSelector, Picked
-from .metrics import QUESTIONS, STAGE_SECONDS, platform_of
-from .ports import PageIndex, PageSearch
-from .query_images import prepare_query_images
-from .question_ids import new_question_id
-from .records import (
+from .. import deadline
+from ..backends.base import Backend
+from ..config import Settings
+from ..errors import BadInput
+from ..jev.selector import PageSelector, Picked
+from ..metrics import QUESTIONS, STAGE_SECONDS, platform_of
+from ..ports import PageIndex, PageSearch
+from ..question_ids import new_question_id
+from ..records import (
     Answer,
     Citation,
     DraftCitation,
@@ -35,6 +33,8 @@ from .records import (
     TextDelta,
     Turn,
 )
+from . import citations as cites
+from .query_images import prepare_query_images
 
 log = logging.getLogger(__name__)
 

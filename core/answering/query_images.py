@@ -13,8 +13,8 @@ import warnings
 
 from PIL import Image, ImageOps
 
-from .errors import BadInput, megabytes
-from .records import QueryImage
+from ..errors import BadInput, megabytes
+from ..records import QueryImage
 
 ACCEPTED = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}  # what people may attach
 MAX_PIXELS = 40_000_000  # decoded size refused before it expands (decompression bombs)

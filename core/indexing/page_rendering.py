@@ -20,8 +20,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from .config import Settings
-from .documents import RenderedPage, Source, render_page
+from ..config import Settings
+from .sources import RenderedPage, Source, render_page
 
 # Each worker spends most of a second of CPU importing its modules; below about this many pages the workers
 # do not earn that back (eval/bench_indexing.py, Gemini backend).

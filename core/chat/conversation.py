@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import limits, scopes, usage
-from .cleaning import clean_text
+from .. import scopes
+from ..cleaning import clean_text
+from ..metrics import FEEDBACK
+from ..ports import ThreadKey, ThreadMemory
+from ..records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn
+from . import limits, usage
 from .delivery import Delivery
-from .metrics import FEEDBACK
-from .ports import ThreadKey, ThreadMemory
-from .records import SHARED_SCOPE, Answer, EventSink, Exchange, QueryImage, Turn
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Conversation:
         With `keep_reply`, the rendering is stored until `delivered(reply)`; the same question asked
         again in the thread before that gets the stored rendering back (and `events`, which hears the
         stages and the text of a new answer as they happen, hears nothing). `user` (the platform's id of
-        the person asking) is counted against the question limits (core/limits.py); a question over one
+        the person asking) is counted against the question limits (core/chat/limits.py); a question over one
         raises LimitReached, whose message is for that person."""
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
@@ -77,7 +78,7 @@ class Conversation:
 
     async def claim(self, *ids: str) -> Delivery | None:
         """One delivery of a message, claimed by every id it carries (the platform's delivery id, then the
-        message's own); None when it is a duplicate of one handled already (core/delivery.py)."""
+        message's own); None when it is a duplicate of one handled already (core/chat/delivery.py)."""
         return await Delivery.claim(self.threads, list(ids))
 
 

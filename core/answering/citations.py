@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from PIL import Image, ImageDraw
 
-from .language.tokens import tokens
-from .records import Box, Citation, Highlight, Page, Word
+from ..language.tokens import tokens
+from ..records import Box, Citation, Highlight, Page, Word
 
 
 def union_box(words: Sequence[Word]) -> Box:

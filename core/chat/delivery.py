@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .errors import PixelragError
-from .ports import ThreadMemory
+from ..errors import PixelragError
+from ..ports import ThreadMemory
 
 if TYPE_CHECKING:
     from .conversation import Reply

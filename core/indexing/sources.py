@@ -19,9 +19,9 @@ import httpx
 import numpy as np
 from PIL import Image
 
-from .config import Settings
-from .errors import BadInput, megabytes
-from .records import Document, Page, Word
+from ..config import Settings
+from ..errors import BadInput, megabytes
+from ..records import Document, Page, Word
 
 PDF_MAGIC = b"%PDF-"
 # Part of every page hash: bump it when word extraction (text layer or OCR) changes, so that

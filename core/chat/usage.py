@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from .scopes import tenant
+from ..scopes import tenant
 
 if TYPE_CHECKING:
-    from .ports import ThreadMemory
+    from ..ports import ThreadMemory
 
 _counter: ContextVar[Counter | None] = ContextVar("pixelrag_usage", default=None)
 
