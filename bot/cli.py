@@ -192,6 +192,13 @@ async def cmd_discord(args) -> int:
     return 0
 
 
+async def cmd_web(args) -> int:
+    from bot.web.server import serve_web
+
+    await serve_web(_settings(args), args.host, args.port)
+    return 0
+
+
 async def cmd_doctor(args) -> int:
     from .doctor import diagnose, report
     from .slack.manifest import MANIFEST

@@ -92,7 +92,7 @@ def question_commands(sub) -> None:
 
 
 def bot_commands(sub) -> None:
-    """slack, discord, doctor, feedback: the bots and what serves them."""
+    """slack, discord, web, doctor, feedback: the bots and what serves them."""
     p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
     p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
@@ -104,6 +104,13 @@ def bot_commands(sub) -> None:
     health_option(p, "the bot")
     common_options(p)
     jev_option(p)
+
+    p = sub.add_parser("web", help="serve the page viewer that citations link to (PIXELRAG_PUBLIC_URL)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)"
+    )
+    p.add_argument("--port", type=int, default=8080, help="default 8080")
+    common_options(p)
 
     p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")
     p.add_argument("--manifest", help="the Slack app manifest the token's scopes must cover (default: manifest.yml)")

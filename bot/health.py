@@ -16,6 +16,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core import Service, watch_loop_lag
 
+from .web.viewer import add_viewer
+
 log = logging.getLogger("pixelrag.health")
 
 # Why the bot cannot answer now, or None when it can.
@@ -50,8 +52,12 @@ def quiet_bad_requests() -> None:
         server_log.addFilter(BadRequestsInOneLine())
 
 
-def add_routes(app: web.Application, service: Service, connected: Check | None = None) -> None:
+def add_routes(app: web.Application, service: Service, connected: Check | None = None, viewer: bool = True) -> None:
+    """The probes' routes; and the page viewer's when citations carry links (PIXELRAG_PUBLIC_URL), so
+    that the port a chat process opens anyway serves them."""
     ready = readiness(service, connected)
+    if viewer and service.settings.public_url:
+        add_viewer(app, service)
 
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

@@ -87,6 +87,8 @@ def print_answer(answer: Answer) -> None:
                 lines.append(f"      preview:   {c.preview_path}")
             if c.crop_path:
                 lines.append(f"      highlight: {c.crop_path}")
+            if c.url:
+                lines.append(f"      open:      {c.url}")
     lines += [f"\nLimitation: {text}" for text in answer.limitations]
     lines += [f"\nNote: {text}" for text in answer.notes]
     print(printable("\n".join(lines)))

@@ -25,8 +25,10 @@ from .errors import (
     plural,
 )
 from .indexing.sources import hide_credentials, looks_like_pdf
+from .links import LinkRefused
 from .markup import literal
 from .metrics import watch_loop_lag
+from .page_viewer import LinkChanged, PageView
 from .ports import ThreadMemory
 from .postgres.from_folder import migrate_index, migrate_threads
 from .question_ids import QUESTION_ID
@@ -73,7 +75,10 @@ __all__ = [
     "Finding",
     "Findings",
     "IndexReport",
+    "LinkChanged",
+    "LinkRefused",
     "OK",
+    "PageView",
     "PixelragError",
     "Progress",
     "QUESTION_ID",

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
@@ -53,6 +54,9 @@ class Settings:
     log_format: str = "plain"  # "json": one JSON object per log line, for log collectors
     user_questions_per_hour: int = 0  # chat questions one person may ask an hour (0: no limit)
     workspace_questions_per_day: int = 0  # chat questions one workspace or server may ask a day (0: no limit)
+    public_url: str | None = None  # where the page viewer is reached; None: citations carry no links
+    link_secret: str | None = None  # signs the links; None: one generated once and kept by the store
+    link_days: int = 90  # how long a link opens its page
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
     def with_(self, **changes) -> Settings:
@@ -109,6 +113,9 @@ def load_settings(
         log_format=log_format(values.get("PIXELRAG_LOG_FORMAT")),
         user_questions_per_hour=num("PIXELRAG_USER_QUESTIONS_PER_HOUR", 0, 0, 1_000_000),
         workspace_questions_per_day=num("PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY", 0, 0, 100_000_000),
+        public_url=public_url(values.get("PIXELRAG_PUBLIC_URL")),
+        link_secret=link_secret(values.get("PIXELRAG_LINK_SECRET")),
+        link_days=num("PIXELRAG_LINK_DAYS", base.link_days, 1, 3650),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )
 
@@ -118,6 +125,37 @@ def database_url(raw: str | None) -> str | None:
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise BadInput("PIXELRAG_DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/database).")
     return url or None
+
+
+def public_url(raw: str | None) -> str | None:
+    """The viewer's public base address: http(s), a host, perhaps a path; no query, fragment or password."""
+    url = (raw or "").strip().rstrip("/")
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
+        raise BadInput(
+            f"PIXELRAG_PUBLIC_URL={raw!r} is not a base address; use one like https://pixelrag.example.com "
+            "(http or https, a host and perhaps a path; no query, fragment or password)."
+        )
+    return url
+
+
+def link_secret(raw: str | None) -> str | None:
+    secret = (raw or "").strip()
+    if secret and len(secret) < 32:
+        raise BadInput(
+            f"PIXELRAG_LINK_SECRET has {len(secret)} characters; use at least 32 random ones "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(32))'), or leave it unset for one "
+            "kept with the index."
+        )
+    return secret or None
 
 
 def log_format(raw: str | None) -> str:

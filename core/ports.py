@@ -74,6 +74,9 @@ class PageSearch(Protocol):
     async def absent_words(self, question: str) -> list[str]:
         """The question's content words that no visible page contains (LexicalIndex.absent_words)."""
 
+    async def page(self, doc_id: str, page: int) -> ReaderPage | None:
+        """One page of a visible document with its image (the page viewer), or None."""
+
     async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
         """The hits' pages with their words and page images, for the reader."""
 
@@ -138,7 +141,12 @@ class PageStore(PageIndex, Protocol):
         it), then the build; damage found on the way is reported in `warnings`."""
 
     async def source(self, sha256: str) -> bytes | None:
-        """A stored source PDF, for re-indexing a document whose origin cannot be fetched."""
+        """A stored source PDF, for re-indexing a document whose origin cannot be fetched, and for the
+        page viewer."""
+
+    async def link_secret(self) -> bytes:
+        """The secret the page links are signed with: made once, then the same for every process that
+        shares the store. IndexProblem when it can be neither read nor made."""
 
     async def repair(self) -> tuple[str | None, list]:
         """After damage: the newest intact state published, stray PDFs set aside with what they were

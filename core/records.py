@@ -95,6 +95,7 @@ class Citation:
     crop_path: str | None = None
     preview: bytes | None = field(default=None, repr=False)  # page preview, JPEG
     crop: bytes | None = field(default=None, repr=False)  # highlight crop, PNG
+    url: str | None = None  # the page viewer's link to this page (PIXELRAG_PUBLIC_URL set), else None
 
     @property
     def label(self) -> str:

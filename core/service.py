@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import time
 from collections.abc import Awaitable, Sequence
+from dataclasses import replace
 
 from .answering.pipeline import Answerer
 from .backends import make_backend
@@ -16,10 +19,14 @@ from .config import Settings
 from .diagnosis import Check, Finding, gemini_findings, index_findings, run_checks, typesafe_findings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
+from .links import Links
 from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
+from .page_viewer import PageView, PageViewer
 from .ports import PageStore, ThreadMemory
-from .records import SHARED_SCOPE, Answer, Document, EventSink, IndexReport, Turn
+from .records import SHARED_SCOPE, Answer, Citation, Document, EventSink, IndexReport, Turn
 from .storage import page_store
+
+log = logging.getLogger("pixelrag")
 
 READINESS_S = 2.0  # a readiness probe's answer comes within this, whatever the database does
 
@@ -35,6 +42,8 @@ class Service:
         self.indexer = Indexer(settings, self.pages, lambda: self.backend)
         # Where what indexing costs is kept per workspace (a chat adapter's thread memory); None: not kept.
         self.costs = costs
+        self.viewer = PageViewer(settings, self.pages)
+        self._links: Links | None = None
 
     async def __aenter__(self) -> Service:
         return self
@@ -55,9 +64,48 @@ class Service:
 
     # --- answering ----------------------------------------------------------------------------
     async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
-        """Answer one turn; its citations carry their preview and highlight images as bytes. `events`
-        hears the stages and the answer's text as they happen (records.Step, records.TextDelta)."""
-        return await self.answerer.answer(turn, retrieve_only, events)
+        """Answer one turn; its citations carry their preview and highlight images as bytes, and their
+        page viewer links when PIXELRAG_PUBLIC_URL is set. `events` hears the stages and the answer's
+        text as they happen (records.Step, records.TextDelta)."""
+        answer = await self.answerer.answer(turn, retrieve_only, events)
+        if not self.settings.public_url or not answer.citations:
+            return answer
+        return replace(answer, citations=await self.linked(answer.citations, turn.scope))
+
+    # --- the page viewer ----------------------------------------------------------------------
+    async def links(self) -> Links:
+        """The links' signer: PIXELRAG_LINK_SECRET, or the secret the store keeps (made once)."""
+        if self._links is None:
+            secret = self.settings.link_secret
+            key = secret.encode() if secret else await self.pages.link_secret()
+            self._links = Links(key, self.settings.public_url or "", self.settings.link_days)
+        return self._links
+
+    async def linked(self, citations: Sequence[Citation], scope: str) -> tuple[Citation, ...]:
+        """The citations with their viewer links; without them (and a warning logged) when no secret can
+        be had: the answer matters more than its links."""
+        try:
+            links = await self.links()
+        except PixelragError as exc:
+            log.warning("answer sent without page links: %s", exc)
+            return tuple(citations)
+        documents = {d.doc_id: d for d in await self.pages.documents(scope)}
+        now = time.time()
+        return tuple(
+            replace(c, url=links.view_url(links.link(documents[c.doc_id], c.page, c.highlight, now)))
+            if c.doc_id in documents
+            else c
+            for c in citations
+        )
+
+    async def view_page(self, token: str) -> PageView:
+        return await self.viewer.view(await self.links(), token)
+
+    async def page_image(self, token: str) -> bytes:
+        return await self.viewer.image(await self.links(), token)
+
+    async def page_pdf(self, token: str) -> tuple[Document, bytes]:
+        return await self.viewer.pdf(await self.links(), token)
 
     # --- the index ----------------------------------------------------------------------------
     async def index(

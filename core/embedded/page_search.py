@@ -54,6 +54,13 @@ class EmbeddedSearch:
     async def absent_words(self, question: str) -> list[str]:
         return await asyncio.to_thread(self.lexical.absent_words, question, self.allowed)
 
+    async def page(self, doc_id: str, page: int) -> ReaderPage | None:
+        i = self.snap.index_of.get((doc_id, page))
+        if i is None or doc_id not in self.documents:
+            return None
+        found = self.snap.pages[i]
+        return (await self.read([Hit(doc_id, self.documents[doc_id].title, page, 0.0, found.content_hash)]))[0]
+
     async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
         def read() -> list[ReaderPage]:
             return [

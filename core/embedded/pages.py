@@ -101,6 +101,9 @@ class EmbeddedPages:
         data = await asyncio.to_thread(path.read_bytes) if path.is_file() else None
         return data if data is not None and hashlib.sha256(data).hexdigest() == sha256 else None
 
+    async def link_secret(self) -> bytes:
+        return await asyncio.to_thread(self.store.link_secret)
+
     async def warm_up(self) -> None:
         """Open the index before the first question; a damaged one is logged here and reported to whoever
         asks (so that a bot still starts and can re-index it)."""

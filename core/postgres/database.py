@@ -120,6 +120,10 @@ MIGRATIONS = (
     CREATE TABLE pixelrag_choices (platform TEXT NOT NULL, workspace TEXT NOT NULL, name TEXT NOT NULL,
         value TEXT NOT NULL, PRIMARY KEY (platform, workspace, name));
     """,
+    # The secret page links are signed with (core/links.py), one for every process.
+    """
+    CREATE TABLE pixelrag_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
 )
 
 

@@ -170,6 +170,12 @@ class PostgresSearch:
         present = {r[0] for r in rows}
         return absent_words(question, lambda word: word in present)
 
+    async def page(self, doc_id: str, page: int) -> ReaderPage | None:
+        document = self.documents.get(doc_id)
+        if document is None or not 1 <= page <= document.page_count:
+            return None
+        return (await self.read([Hit(doc_id, document.title, page, 0.0, "")]))[0]
+
     @retried
     async def read(self, hits: Sequence[Hit]) -> list[ReaderPage]:
         async with await self.pages.connection() as conn:

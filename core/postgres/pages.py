@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import secrets
 from collections.abc import Callable, Sequence
 
-from ..errors import BadInput
+from ..errors import BadInput, IndexProblem
 from ..records import Document
 from ..scopes import visible_scopes
 from .database import connected, open_pool, retried, unbounded
@@ -94,6 +95,25 @@ class PostgresPages:
         async with await self.connection() as conn:
             row = await (await conn.execute("SELECT pdf FROM pixelrag_sources WHERE sha256 = %s", (sha256,))).fetchone()
         return bytes(row[0]) if row else None
+
+    @retried
+    async def link_secret(self) -> bytes:
+        from psycopg.errors import InsufficientPrivilege, ReadOnlySqlTransaction
+
+        async with await self.connection() as conn:
+            # A user who may only read still reads the secret another process made.
+            with contextlib.suppress(InsufficientPrivilege, ReadOnlySqlTransaction):
+                await conn.execute(
+                    "INSERT INTO pixelrag_secrets (name, value) VALUES ('links', %s) ON CONFLICT DO NOTHING",
+                    (secrets.token_hex(32),),
+                )
+            row = await (await conn.execute("SELECT value FROM pixelrag_secrets WHERE name = 'links'")).fetchone()
+        if row is None:
+            raise IndexProblem(
+                "No link secret is stored in the database and this user may not store one; set "
+                "PIXELRAG_LINK_SECRET, or let a process that may write start first."
+            )
+        return bytes.fromhex(row[0])
 
     async def published(self) -> None:
         """Nothing to do: a question reads the index's version, and what a scope sees is read again after
