@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from dotenv import dotenv_values
 from .errors import BadInput
 
 BACKENDS = ("local", "gemini")
+URL_CHARACTERS = re.compile(r"[A-Za-z0-9._~:/%\[\]-]+")
 LOG_FORMATS = ("plain", "json")
 JEV_MODES = ("off", "rerank")  # PIXELRAG_JEV: the TypeSafe Jev page selector (core/jev/selector.py), opt-in only
 
@@ -134,7 +136,8 @@ def public_url(raw: str | None) -> str | None:
         return None
     parts = urlsplit(url)
     if (
-        parts.scheme not in ("http", "https")
+        not URL_CHARACTERS.fullmatch(url)  # links are built on it: nothing a chat's link syntax would read
+        or parts.scheme not in ("http", "https")
         or not parts.hostname
         or parts.query
         or parts.fragment

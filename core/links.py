@@ -40,7 +40,7 @@ class PageLink:
 
     sha: str  # the PDF's sha256
     scope: str
-    file_name: str  # to find the current version when this one has changed
+    name: str  # name_key of the document's file name: finds the current version when this one has changed
     page: int
     box: Box | None
     kind: str | None  # "exact", "approximate" or None
@@ -48,7 +48,7 @@ class PageLink:
 
     def at(self, page: int, box: Box | None = None, kind: str | None = None) -> PageLink:
         """Another page of the same version, expiring when this link does."""
-        return PageLink(self.sha, self.scope, self.file_name, page, box, kind, self.expires)
+        return PageLink(self.sha, self.scope, self.name, page, box, kind, self.expires)
 
 
 class Links:
@@ -64,7 +64,7 @@ class Links:
         return PageLink(
             document.sha256,
             document.scope,
-            document.file_name,
+            name_key(document.file_name),
             page,
             box,  # type: ignore[arg-type]  # four floats, as Box
             highlight.kind if highlight else None,
@@ -76,7 +76,7 @@ class Links:
             VERSION,
             link.sha,
             link.scope,
-            link.file_name,
+            link.name,
             link.page,
             link.box,
             KINDS.get(link.kind or ""),
@@ -96,7 +96,7 @@ class Links:
         if not hmac.compare_digest(signature, self._signature(payload)):
             raise LinkRefused(404, "This link is not valid: it was changed, or made by another pixelrag.")
         try:
-            version, sha, scope, file_name, page, box, kind, expires = json.loads(_decode(payload))
+            version, sha, scope, name, page, box, kind, expires = json.loads(_decode(payload))
         except (ValueError, TypeError, binascii.Error):  # signed by us, so only an older format lands here
             raise LinkRefused(404, "This link's format is not known to this pixelrag.") from None
         if version != VERSION:
@@ -104,11 +104,16 @@ class Links:
         if expires < now:
             raise LinkRefused(410, "This link has expired. Ask the question again for a fresh one.")
         kinds = {v: k for k, v in KINDS.items()}
-        return PageLink(sha, scope, file_name, page, tuple(box) if box else None, kinds.get(kind), expires)
+        return PageLink(sha, scope, name, page, tuple(box) if box else None, kinds.get(kind), expires)
 
     def _signature(self, payload: str) -> str:
         mac = hmac.new(self.secret, f"pixelrag-link-v{VERSION}.{payload}".encode(), hashlib.sha256)
         return _encode(mac.digest())
+
+
+def name_key(file_name: str) -> str:
+    """A file name as a link carries it: short (Discord takes link buttons of up to 512 characters)."""
+    return hashlib.sha256(file_name.encode()).hexdigest()[:12]
 
 
 def _encode(data: bytes) -> str:

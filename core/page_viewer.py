@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .config import Settings
 from .indexing.sources import Source, open_pdf, render_page
-from .links import LinkRefused, Links, PageLink
+from .links import LinkRefused, Links, PageLink, name_key
 from .ports import PageStore
 from .records import Document
 
@@ -68,7 +68,7 @@ class PageViewer:
         cited = next((d for d in here if d.sha256 == link.sha), None)
         current = None
         if cited is None:
-            current = next((d for d in here if d.file_name == link.file_name), None)
+            current = next((d for d in here if name_key(d.file_name) == link.name), None)
             if current is None:
                 raise LinkRefused(410, GONE)
             pdf = await self.pages.source(link.sha)
@@ -87,13 +87,13 @@ class PageViewer:
 
     def _earlier(self, pdf: bytes, link: PageLink, current: Document) -> Document:
         """The cited version's record, read from its stored PDF."""
-        source = Source(pdf, link.file_name, current.source)
+        source = Source(pdf, current.file_name, current.source)
         doc = open_pdf(source, self.settings)
         try:
             return Document(
                 source.doc_id(link.scope),
                 current.title,
-                link.file_name,
+                current.file_name,
                 link.sha,
                 doc.page_count,
                 link.scope,
@@ -120,4 +120,4 @@ class LinkChanged(LinkRefused):
 
 def link_to(current: Document, link: PageLink) -> PageLink:
     page = link.page if link.page <= current.page_count else 1
-    return PageLink(current.sha256, current.scope, current.file_name, page, None, None, link.expires)
+    return PageLink(current.sha256, current.scope, link.name, page, None, None, link.expires)

@@ -23,6 +23,7 @@ from core import Answer, Citation, Step
 from .feedback import feedback_row, feedback_view
 from .render import (
     MAX_FILES,
+    MAX_LABEL,
     TOPIC_COLOURS,
     Outgoing,
     Rendered,
@@ -30,6 +31,7 @@ from .render import (
     _safe_name,
     _with_notes,
     answer_text,
+    page_link,
     render_answer,
     shown,
     shown_text,
@@ -47,6 +49,7 @@ class _Evidence:
     files: list[discord.File] = field(default_factory=list)
     alts: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    links: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)  # page -> (label, url)
     size: int = 0
 
 
@@ -82,6 +85,10 @@ def _evidence(answer: Answer, upload_limit: int, notes: list[str]) -> list[_Evid
         last.alts += alts
         last.size += size
         last.sources.append(_source_line(i, cite))
+        if url := page_link(cite):
+            last.links.setdefault(
+                (cite.doc_id, cite.page), (clip(f"Open p. {cite.page} · {cite.title}", MAX_LABEL), url)
+            )
     return groups
 
 
@@ -146,6 +153,7 @@ def _add_evidence(out: Outgoing, group: _Evidence, sources: str) -> None:
     out.upload_bytes += group.size
     out.gallery = list(zip(group.files, group.alts))
     out.sources = sources
+    out.links = list(group.links.values())
 
 
 def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.ui.LayoutView:
@@ -161,6 +169,11 @@ def _view(out: Outgoing, colour, buttons: bool, turn_id: int | None) -> discord.
                 discord.ui.MediaGallery(*[discord.MediaGalleryItem(f, description=alt) for f, alt in out.gallery])
             )
         container.add_item(discord.ui.TextDisplay(out.sources))
+        for i in range(0, len(out.links), 5):  # a link button per cited page opens it in the page viewer
+            row: discord.ui.ActionRow[discord.ui.LayoutView] = discord.ui.ActionRow()
+            for label, url in out.links[i : i + 5]:
+                row.add_item(discord.ui.Button(style=discord.ButtonStyle.link, label=label, url=url))
+            container.add_item(row)
     view.add_item(container)
     if buttons and turn_id is not None:  # buttons only under a stored turn
         view.add_item(feedback_row(turn_id))

@@ -25,6 +25,8 @@ MAX_EMBEDS = 10
 MAX_FILES = 10
 MAX_EMBED_CHARS = 6000
 MAX_QUOTE = 350
+MAX_LINK = 512  # a link button's URL (an embed's takes more)
+MAX_LABEL = 80  # a button's label
 
 TOPIC_COLOURS = {
     "warranty": discord.Colour.blue(),
@@ -72,6 +74,7 @@ class Outgoing:
     texts: list[str] = field(default_factory=list)
     gallery: list = field(default_factory=list)
     sources: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)  # (label, url) of link buttons
     colour: discord.Colour | None = None
 
     @property
@@ -139,6 +142,12 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60] or "file"
 
 
+def page_link(cite: Citation) -> str | None:
+    """The citation's page viewer link where Discord takes it (a link button's or an embed title's URL:
+    512 characters at most); None without one."""
+    return cite.url if cite.url and len(cite.url) <= MAX_LINK else None
+
+
 @dataclass
 class _Card:
     embed: discord.Embed
@@ -149,7 +158,7 @@ class _Card:
 def _citation_card(index: int, cite: Citation, colour: discord.Colour, upload_limit: int, notes: list[str]) -> _Card:
     title = clip(shown_text(f"{cite.title} p. {cite.page}"), 256)
     quote = shown_text(clip(cite.quote.strip(), MAX_QUOTE))
-    embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour)
+    embed = discord.Embed(title=title, description=f"“{quote}”" if quote else None, colour=colour, url=page_link(cite))
     if cite.highlight is not None:
         embed.set_footer(text="exact highlight" if cite.highlight.kind == "exact" else "approximate region")
     else:

@@ -9,6 +9,7 @@ process_before_response, the same in Socket Mode, over HTTP and in tests).
 from __future__ import annotations
 
 import logging
+import re
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler
@@ -97,6 +98,12 @@ def build_app(
     app.event("message", middleware=[claims.addressed, claims.claim])(questions.on_question)
     app.command(slack.command)(bot.command)
     app.action(render.FEEDBACK_ACTION)(bot.feedback)
+
+    # A page button opens its URL in the browser; Slack reports the click as well, which needs no more than an ack.
+    @app.action(re.compile(f"^{render.OPEN_PAGE_ACTION}-"))
+    async def page_opened(ack) -> None:
+        await ack()
+
     app.event("app_home_opened")(bot.app_home_opened)
 
     # Subscribed but not acted on: unhandled events get a 404, which Slack retries.

@@ -11,6 +11,7 @@ total per message (payloads near 13k characters of blocks get msg_blocks_too_lon
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from bot.progress import pace
@@ -24,6 +25,9 @@ BLOCKS_PER_MESSAGE = 50
 CHARS_PER_MESSAGE = 11_000
 MAX_UPLOADS = 10
 FEEDBACK_ACTION = "pixelrag_feedback"
+OPEN_PAGE_ACTION = "pixelrag_open_page"  # a URL button's click is reported too, and acknowledged
+BUTTON_TEXT = 75  # Slack's limit for a button's text
+MAX_OPEN_BUTTONS = 10  # as many pages as an answer has previews
 FALLBACK_LIMIT = 3000  # the notification `text`; Slack allows more, but a notification is a preview
 # Blocks have no colour in Slack: a topic's tint is its coloured marker (the same hues as Discord's embeds).
 TOPIC_MARKS = {
@@ -93,6 +97,25 @@ def source_line(citation: Citation) -> str:
     return line
 
 
+def open_page_blocks(citations: Sequence[Citation]) -> list[dict]:
+    """A button per cited page that opens it in the page viewer (when citations carry links). Buttons,
+    not links in the text: Slack never unfurls a button's URL, so no preview fetches the page."""
+    pages: dict[tuple[str, int], Citation] = {}
+    for citation in citations:
+        if citation.url:
+            pages.setdefault((citation.doc_id, citation.page), citation)
+    buttons = [
+        {
+            "type": "button",
+            "text": {"type": "plain_text", "text": clip(f"Open p. {c.page} · {c.title}", BUTTON_TEXT), "emoji": False},
+            "url": c.url,
+            "action_id": f"{OPEN_PAGE_ACTION}-{n}",
+        }
+        for n, c in enumerate(pages.values())
+    ][:MAX_OPEN_BUTTONS]
+    return [{"type": "actions", "elements": buttons[i : i + 5]} for i in range(0, len(buttons), 5)]
+
+
 def markdown(text: str) -> dict:
     return {"type": "markdown", "text": text}
 
@@ -124,6 +147,7 @@ def evidence_blocks(answer: Answer) -> list[dict]:
     if answer.citations:
         text = "*Sources*\n" + "\n".join(source_line(c) for c in answer.citations)
         blocks.extend(section(p) for p in split_text(text))
+        blocks += open_page_blocks(answer.citations)
     for note in answer.notes:
         blocks.append(context(f":warning: {escape(note)}"))
     return blocks
@@ -311,4 +335,8 @@ def _block_chars(block) -> str:
         return block["text"]
     if isinstance(block.get("text"), dict):
         return block["text"].get("text", "")
-    return "\n".join(e.get("text", "") for e in block.get("elements", []) if isinstance(e, dict))
+    return "\n".join(_text(e.get("text", "")) for e in block.get("elements", []) if isinstance(e, dict))
+
+
+def _text(text: str | dict) -> str:
+    return text.get("text", "") if isinstance(text, dict) else text

@@ -233,8 +233,10 @@ class FakeService:
         clarify=None,
         fail: Exception | None = None,
         topic="warranty",
+        link_base: str | None = None,
     ):
         self.settings = Settings()  # as the real one's: no question limits
+        self.link_base = link_base  # citations link to the page viewer there
         self.turns: list[Turn] = []
         self.markdown = markdown
         self.citations = citations
@@ -260,6 +262,7 @@ class FakeService:
                     Highlight("exact", (0.1, 0.1, 0.5, 0.2)),
                     preview=png_bytes((60, 80)),
                     crop=png_bytes((30, 10)),
+                    url=f"{self.link_base}/view/page{i + 1}.signed" if self.link_base else None,
                 )
             )
         return Answer(

@@ -428,3 +428,31 @@ async def test_not_ready_until_the_gateway_is_connected(bot, tmp_path):
     client = await bot(service)
     assert await service.readiness() is None
     assert await readiness(service, gateway_connected(client))() == "not connected to Discord's gateway"
+
+
+async def test_each_cited_page_gets_a_link_button_or_a_linked_embed(bot, discord_api):
+    base = "https://pixelrag.example.com"
+    discord_api.link_base = base  # the fake refuses a link elsewhere, or one that is not a well-formed URL
+    client = await bot(FakeService(citations=3, link_base=base))
+    await client.questions.on_message(dm_message(client, "what is the warranty?"))
+    final = only_message(discord_api)[1][-1]
+    buttons = [c for c in of_type(final, 2) if c.get("style") == 5]
+    assert [b["url"] for b in buttons] == [f"{base}/view/page{n}.signed" for n in (1, 2, 3)]
+    assert [b["label"] for b in buttons] == [f"Open p. {n} · Dishwasher manual" for n in (1, 2, 3)]
+    # Where Discord refuses the layout, each citation's embed title links to its page.
+    discord_api.versions.clear()
+    discord_api.refuse_v2 = True
+    again = dm_message(client, "and the guarantee?")
+    again.id = 78  # another message (77's delivery is claimed and done)
+    await client.questions.on_message(again)
+    embeds = [e for versions in discord_api.versions.values() for e in versions[-1].get("embeds") or []]
+    assert [e.get("url") for e in embeds if e.get("url")] == [f"{base}/view/page{n}.signed" for n in (1, 2, 3)]
+    # Without a public address, no links at all.
+    discord_api.versions.clear()
+    discord_api.refuse_v2 = False
+    plain = await bot(FakeService(citations=2))
+    last = dm_message(plain, "warranty once more?")
+    last.id = 79
+    await plain.questions.on_message(last)
+    final = only_message(discord_api)[1][-1]
+    assert not [c for c in of_type(final, 2) if c.get("style") == 5]

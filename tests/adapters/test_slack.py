@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from urllib.parse import urlencode
 
 import pymupdf
 import pytest
@@ -1322,3 +1323,40 @@ async def test_a_person_over_the_question_limit_is_told_in_the_thread_and_status
     body = (await slack.command("status")).body
     assert "usage today (UTC): 1 question, 0 Gemini requests" in body
     assert "usage today (UTC): 0 questions" in (await slack.command("status", team="T2")).body
+
+
+async def test_each_cited_page_gets_a_button_that_opens_it(make_harness, fake, tmp_path):
+    base = "https://pixelrag.example.com/docs"
+    fake.link_base = base  # the fake refuses a button that links anywhere else, or is not a well-formed URL
+    harness = await make_harness(base_settings(fake, tmp_path).with_(public_url=base))
+    await harness.service.real.index_bytes(PUMP_PDF, "x200-datasheet.pdf", scope="slack:T1")
+    event, _ = await harness.mention("What is the maximum flow rate of the X200 pump?")
+    await harness.bot.drain()
+    [message] = fake.streams(event["ts"])
+    buttons = [e for b in message["stream"]["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    cited = sorted({(c.doc_id, c.page) for c in harness.service.answers[0].citations})
+    assert len(buttons) == len(cited) and buttons[0]["text"]["text"].startswith("Open p. ")
+    opened = []
+    for button in buttons:
+        view = await harness.service.real.view_page(button["url"].removeprefix(f"{base}/view/"))
+        opened.append((view.document.doc_id, view.link.page))
+    assert sorted(opened) == cited
+    # Slack reports a click on a URL button as well; it is acknowledged, nothing else.
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T1"},
+        "user": {"id": "U1", "team_id": "T1"},
+        "api_app_id": "A1",
+        "container": {"type": "message", "message_ts": message["ts"], "channel_id": CHANNEL},
+        "channel": {"id": CHANNEL},
+        "trigger_id": "1.2.3",
+        "actions": [{"type": "button", "action_id": buttons[0]["action_id"], "block_id": "b", "action_ts": "1.2"}],
+    }
+    response = await harness.dispatch(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+    assert response.status == 200
+    # Without a public address there are no buttons (and the stream's blocks end with the feedback).
+    plain = await make_harness(base_settings(fake, tmp_path))
+    event, _ = await plain.mention("What is the maximum flow rate of the X200 pump?")
+    await plain.bot.drain()
+    [message] = fake.streams(event["ts"])
+    assert not [b for b in message["stream"]["blocks"] if b["type"] == "actions"]

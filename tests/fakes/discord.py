@@ -74,6 +74,7 @@ class FakeDiscord:
         self.clock: Callable[[], float] = time.monotonic
         self.edit_limit, self.edit_window = 5, 5.0  # per message
         self.refuse_v2 = False
+        self.link_base: str | None = None  # PIXELRAG_PUBLIC_URL of the bot under test: links point there
         self.message_content_intent = True  # the Developer Portal's switch (Bot → Privileged Gateway Intents)
         self.messages: dict[str, dict] = {}  # id -> the message as Discord returns it
         self.versions: dict[str, list[dict]] = {}  # id -> every state it was in, first the one sent
@@ -326,6 +327,7 @@ class FakeDiscord:
                 payload,
                 {str(a.get("filename")) for a in payload.get("attachments", [])} | {name for name, _ in files.values()},
                 len(files),
+                self.link_base,
             )
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
@@ -367,7 +369,7 @@ class FakeDiscord:
                         }
                     },
                 )
-            merged = check_edit(old, payload, files)
+            merged = check_edit(old, payload, files, self.link_base)
         except Refused as refused:
             self.refused.append({"code": refused.code, "errors": refused.errors, "message": refused.message})
             return self._refusal(refused)

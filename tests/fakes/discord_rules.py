@@ -6,13 +6,15 @@ it; at most 40 components counting nested ones; at most 4,000 characters across 
 set on an edit but never removed. Classic messages: 2,000 characters of content, 10 embeds of 6,000
 characters together (titles, descriptions, fields, footers and authors; each part within its own
 limit), up to 5 action rows. Both: 10 files, action rows of 1–5 buttons with unique
-custom_ids of 1–100 characters and labels of up to 80. A refusal is Discord's 400 with its error code
+custom_ids of 1–100 characters and labels of up to 80; a link button (style 5) has a URL of at most 512
+characters and no custom_id; URLs are absolute http(s). A refusal is Discord's 400 with its error code
 (50035 Invalid Form Body, 50006 empty message).
 """
 
 from __future__ import annotations
 
 import copy
+from urllib.parse import urlsplit
 
 V2_FLAG = 1 << 15
 MAX_COMPONENTS = 40
@@ -51,7 +53,17 @@ def _media_url(c: dict) -> list[str]:
     return []
 
 
-def _check_rows(components: list[dict]) -> None:
+def _check_link(url: object, where: str, limit: int, link_base: str | None) -> None:
+    """A link button's or an embed's URL: absolute http(s) within its limit; and here, one to the page
+    viewer the test set up, when it set one."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or len(url) > limit:  # type: ignore[arg-type]
+        raise _form(where, "URL_TYPE_INVALID_URL", "Not a well formed URL.")
+    if link_base is not None and not url.startswith(f"{link_base}/view/"):  # type: ignore[union-attr]
+        raise _form(where, "URL_TYPE_INVALID_URL", f"{url} is not a page viewer link of {link_base}.")
+
+
+def _check_rows(components: list[dict], link_base: str | None = None) -> None:
     seen: set[str] = set()
     for c in walk(components):
         if c.get("type") == 1:
@@ -60,7 +72,11 @@ def _check_rows(components: list[dict]) -> None:
                 raise _form("components", "BASE_TYPE_BAD_LENGTH", "An action row holds 1 to 5 buttons.")
         if c.get("type") == 2:
             custom_id = c.get("custom_id")
-            if c.get("style") != 5:  # every button but a link has a custom_id
+            if c.get("style") == 5:  # a link: a URL of at most 512 characters, and no custom_id
+                if custom_id is not None:
+                    raise _form("components", "BUTTON_COMPONENT_LINK_HAS_CUSTOM_ID", "A link button has no custom_id.")
+                _check_link(c.get("url"), "components", 512, link_base)
+            else:  # every button but a link has a custom_id
                 if not custom_id or len(custom_id) > 100:
                     raise _form("components", "BASE_TYPE_BAD_LENGTH", "custom_id must be 1 to 100 characters.")
                 if custom_id in seen:
@@ -70,12 +86,12 @@ def _check_rows(components: list[dict]) -> None:
                 raise _form("components", "BASE_TYPE_MAX_LENGTH", "A button label is at most 80 characters.")
 
 
-def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
+def check_message(payload: dict, filenames: set[str], n_files: int, link_base: str | None = None) -> None:
     """Raise Refused for what Discord would refuse; `filenames` are the files the message will have."""
     components = payload.get("components") or []
     if n_files > MAX_FILES:
         raise _form("files", "BASE_TYPE_MAX_LENGTH", "At most 10 files per message.")
-    _check_rows(components)
+    _check_rows(components, link_base)
     if (payload.get("flags") or 0) & V2_FLAG:
         for legacy in ("content", "embeds", "sticker_ids", "poll"):
             if payload.get(legacy):
@@ -121,6 +137,8 @@ def check_message(payload: dict, filenames: set[str], n_files: int) -> None:
         raise _form("embeds", "BASE_TYPE_MAX_LENGTH", "At most 10 embeds.")
     for embed in embeds:
         _check_embed(embed)
+        if embed.get("url") is not None:
+            _check_link(embed["url"], "embeds.url", 2048, link_base)
     if sum(embed_chars(e) for e in embeds) > MAX_EMBED_CHARS:
         raise _form("embeds", "MAX_EMBED_SIZE_EXCEEDED", "Embed size exceeds maximum size of 6000.")
     if not (content or embeds or n_files or components or payload.get("sticker_ids") or payload.get("poll")):
@@ -161,7 +179,7 @@ def _check_embed(embed: dict) -> None:
         raise _form("embeds", "BASE_TYPE_MAX_LENGTH", "A footer holds 2048 characters, an author name 256.")
 
 
-def check_edit(old: dict, payload: dict, files: dict) -> dict:
+def check_edit(old: dict, payload: dict, files: dict, link_base: str | None = None) -> dict:
     """The message after the edit, checked; Refused when Discord would refuse the edit."""
     was_v2 = bool(old["flags"] & V2_FLAG)
     if "flags" in payload and payload["flags"] is not None and was_v2 and not payload["flags"] & V2_FLAG:
@@ -183,5 +201,5 @@ def check_edit(old: dict, payload: dict, files: dict) -> dict:
     else:
         names, count = {a["filename"] for a in old["attachments"]}, len(old["attachments"])
     names |= {name for name, _ in files.values()}
-    check_message(merged, names, count)
+    check_message(merged, names, count, link_base)
     return merged

@@ -74,6 +74,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -204,13 +205,15 @@ def _text_of(obj: Any) -> str:
     return obj.get("text", "") if isinstance(obj, dict) and isinstance(obj.get("text"), str) else ""
 
 
-def block_error(blocks: Any, view: bool = False) -> str | None:
+def block_error(blocks: Any, view: bool = False, link_base: str | None = None) -> str | None:
     """Slack's error code for a blocks payload it would refuse, or None. `view`: the blocks of a
-    Home tab (100 of them, no markdown blocks, no per-message character total)."""
+    Home tab (100 of them, no markdown blocks, no per-message character total). `link_base`: where
+    every button's URL must point (the page viewer a test configured); a URL elsewhere fails the call."""
     if not isinstance(blocks, list) or len(blocks) > (MAX_VIEW_BLOCKS if view else MAX_BLOCKS):
         return "invalid_blocks"
     markdown_total = chars = 0
     ids = set()
+    action_ids: set[str] = set()
     for block in blocks:
         if not isinstance(block, dict) or block.get("type") not in (VIEW_BLOCKS if view else KNOWN_BLOCKS):
             return "invalid_blocks"
@@ -264,6 +267,14 @@ def block_error(blocks: Any, view: bool = False) -> str | None:
         elif kind == "image":
             if not block.get("alt_text") or not (block.get("image_url") or block.get("slack_file")):
                 return "invalid_blocks"
+        elif kind == "actions":
+            elements = block.get("elements")
+            if not isinstance(elements, list) or not 0 < len(elements) <= 25:
+                return "invalid_blocks"
+            for element in elements:
+                if button_error(element, link_base) or element["action_id"] in action_ids:
+                    return "invalid_blocks"  # action_ids are unique within a message
+                action_ids.add(element["action_id"])
         elif kind == "context_actions":
             elements = block.get("elements")
             if not isinstance(elements, list) or not 0 < len(elements) <= 5:
@@ -275,6 +286,29 @@ def block_error(blocks: Any, view: bool = False) -> str | None:
     if chars > MAX_BLOCK_CHARS and not view:
         return "msg_blocks_too_long"
     return None
+
+
+def button_error(element: Any, link_base: str | None = None) -> bool:
+    """A button Slack would refuse: plain_text of 1-75 characters, an action_id of at most 255, a URL
+    (if any) of at most 3,000 characters, absolute http(s); and here, one that points elsewhere than
+    the page viewer the test set up."""
+    if not isinstance(element, dict) or element.get("type") != "button":
+        return True
+    text = element.get("text")
+    if not (isinstance(text, dict) and text.get("type") == "plain_text" and 0 < len(_text_of(text)) <= 75):
+        return True
+    if not isinstance(element.get("action_id"), str) or not 0 < len(element["action_id"]) <= 255:
+        return True
+    url = element.get("url")
+    if url is not None:
+        if not isinstance(url, str) or len(url) > 3000:
+            return True
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
+            return True
+        if link_base is not None and not url.startswith(f"{link_base}/view/"):
+            return True
+    return False
 
 
 def feedback_buttons_error(element: Any) -> bool:
@@ -308,6 +342,7 @@ class FakeSlack:
         self.public_files: dict[str, tuple[bytes, str]] = {}
         self.admins: set[str] = set()
         self.users: set[str] = set()  # the workspace's people (with admins and anyone who wrote a message)
+        self.link_base: str | None = None  # PIXELRAG_PUBLIC_URL of the bot under test: buttons link there
         self.home_tab_enabled = manifest_flag("home_tab_enabled")
         self.agent_view = manifest_has("agent_view")
         self.home_views: dict[str, dict] = {}  # user -> the Home tab last published for them
@@ -619,7 +654,7 @@ class FakeSlack:
             return "invalid_arguments"
         if markdown is not None and (not isinstance(markdown, str) or len(markdown) > MAX_STREAM_TEXT):
             return "msg_too_long"
-        if chunks is not None and (error := chunks_error(chunks)):
+        if chunks is not None and (error := chunks_error(chunks, self.link_base)):
             return error
         if method == "chat.startStream":
             if not params.get("thread_ts"):
@@ -656,7 +691,7 @@ class FakeSlack:
             blocks = params["blocks"]
             if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
                 return "invalid_blocks"
-            return block_error(blocks)
+            return block_error(blocks, link_base=self.link_base)
         return None
 
     def _stream_content(self, message: dict, params: dict) -> None:
@@ -721,8 +756,7 @@ class FakeSlack:
             "message": {"ts": params["ts"], "text": message["text"]},
         }
 
-    @staticmethod
-    def _message_error(params: dict) -> str | None:
+    def _message_error(self, params: dict) -> str | None:
         text, blocks = params.get("text"), params.get("blocks")
         if not params.get("channel"):
             return "channel_not_found"
@@ -731,7 +765,7 @@ class FakeSlack:
         if isinstance(text, str) and len(text) > MAX_TEXT:
             return "msg_too_long"
         if blocks is not None:
-            return block_error(blocks)
+            return block_error(blocks, link_base=self.link_base)
         return None
 
     def _view_error(self, params: dict) -> str | None:
@@ -910,7 +944,7 @@ class FakeSlack:
         if blocks and not params.get("initial_comment"):
             if any(isinstance(b, dict) and b.get("type") == "markdown" for b in blocks):
                 return "internal_error"  # python-slack-sdk #1756: markdown blocks are refused here
-            if error := block_error(blocks):
+            if error := block_error(blocks, link_base=self.link_base):
                 return error
         return {"files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
 
@@ -942,7 +976,7 @@ class FakeSlack:
         if not body.get("text") and not body.get("blocks"):
             self.refused.append(("response_url", "no_text"))
             return web.Response(status=400, text="no_text")
-        if body.get("blocks") is not None and (error := block_error(body["blocks"])):
+        if body.get("blocks") is not None and (error := block_error(body["blocks"], link_base=self.link_base)):
             self.refused.append(("response_url", error))
             return web.Response(status=400, text=error)
         uses.append(time.time())
@@ -990,7 +1024,7 @@ class FakeSlack:
         return web.Response(body=data, content_type=ctype)
 
 
-def chunks_error(chunks: Any) -> str | None:
+def chunks_error(chunks: Any, link_base: str | None = None) -> str | None:
     """invalid_chunks for a chunk list Slack would refuse: each chunk one of the documented types
     with its fields (a task's title within about 256 characters, its status one of four)."""
     if not isinstance(chunks, list):
@@ -1022,7 +1056,7 @@ def chunks_error(chunks: Any) -> str | None:
             if not isinstance(chunk.get("title"), str) or not chunk["title"]:
                 return "invalid_chunks"
         elif kind == "blocks":
-            if block_error(chunk.get("blocks")):
+            if block_error(chunk.get("blocks"), link_base=link_base):
                 return "invalid_chunks"
         else:
             return "invalid_chunks"

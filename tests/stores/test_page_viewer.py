@@ -172,3 +172,31 @@ async def test_the_link_secret_is_made_once_and_shared_by_every_process(store_se
     async with Service(store_settings.with_(link_secret="s" * 40), backend=local) as three:
         with pytest.raises(LinkRefused):
             await three.view_page(token)
+
+
+async def test_an_answer_goes_without_links_when_no_secret_can_be_kept(local, tmp_path, monkeypatch, caplog):
+    import errno
+    import logging
+
+    from core.embedded import index_folder
+    from core.errors import IndexProblem
+
+    real_open = os.open
+
+    def read_only(path, *args, **kwargs):
+        if str(path).endswith("link-secret"):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, *args, **kwargs)
+
+    settings = Settings(index_dir=tmp_path / "index", backend="local", public_url=PUBLIC)
+    async with Service(settings, backend=local) as service:
+        await indexed(service, tmp_path)
+        monkeypatch.setattr(index_folder.os, "open", read_only)
+        with pytest.raises(
+            IndexProblem, match="link-secret: the page links' secret cannot be kept .*PIXELRAG_LINK_SECRET"
+        ):
+            await service.links()
+        with caplog.at_level(logging.WARNING, "pixelrag"):
+            answer = await service.answer(Turn("How long is the X200 warranty period?", scope=CHANNEL))
+        assert answer.citations and all(c.url is None for c in answer.citations)
+        assert "answer sent without page links" in caplog.text
