@@ -195,7 +195,7 @@ async def cmd_discord(args) -> int:
 async def cmd_web(args) -> int:
     from bot.web.server import serve_web
 
-    await serve_web(_settings(args), args.host, args.port)
+    await serve_web(_settings(args), args.host, args.port, args.scope)
     return 0
 
 

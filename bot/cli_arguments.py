@@ -105,11 +105,12 @@ def bot_commands(sub) -> None:
     common_options(p)
     jev_option(p)
 
-    p = sub.add_parser("web", help="serve the page viewer that citations link to (PIXELRAG_PUBLIC_URL)")
+    p = sub.add_parser("web", help="the browser chat, and the page viewer citations link to (PIXELRAG_PUBLIC_URL)")
     p.add_argument(
         "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)"
     )
     p.add_argument("--port", type=int, default=8080, help="default 8080")
+    p.add_argument("--scope", default=SHARED_SCOPE, help="the collection the chat searches: " + SCOPE_HELP)
     common_options(p)
 
     p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")

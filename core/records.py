@@ -289,7 +289,14 @@ class TextDelta:
     text: str
 
 
-AnswerEvent = Step | TextDelta
+@dataclass(frozen=True)
+class PagesFound:
+    """The pages the reader is about to read, best first: a listener may show them before the answer."""
+
+    hits: tuple[Hit, ...]
+
+
+AnswerEvent = Step | TextDelta | PagesFound
 EventSink = Callable[[AnswerEvent], None]  # called on the event loop; must not block
 
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 import discord
 
-from core import Step, TextDelta
+from core import PagesFound, Step, TextDelta
 
 from .layout import status_layout, status_text
 from .render import MAX_CONTENT, NO_PINGS, Rendered
@@ -51,7 +51,9 @@ class AnswerStream:
         self._closing = False  # the answer (or its error) is next: the writer shows no more stages
 
     # ----- what the core reports (sync, on the loop) -------------------------------------------
-    def event(self, event: Step | TextDelta) -> None:
+    def event(self, event: Step | TextDelta | PagesFound) -> None:
+        if isinstance(event, PagesFound):  # the answer's gallery shows the cited pages
+            return
         if isinstance(event, Step):
             self._steps[event.key] = event
         elif event.text:

@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.text_split import clip
-from core import Step, TextDelta, literal
+from core import PagesFound, Step, TextDelta, literal
 
 from .render import plain, slack_markdown
 
@@ -72,7 +72,9 @@ class AnswerStream:
         return self.ts is not None and not self.broken
 
     # ----- what the core reports (sync, on the loop) -------------------------------------------
-    def event(self, event: Step | TextDelta) -> None:
+    def event(self, event: Step | TextDelta | PagesFound) -> None:
+        if isinstance(event, PagesFound):  # the thread shows the cited pages with the answer
+            return
         if isinstance(event, Step):
             # Titles and details name documents and echo the question: shown as they are, never acting.
             chunk = {"type": "task_update", "id": event.key, "title": plain(event.title)[:250], "status": event.status}

@@ -9,7 +9,7 @@ from importlib.resources import files
 
 from core import PageView
 
-STATIC = {name: (files("bot.web") / "static" / name).read_bytes() for name in ("viewer.css",)}
+STATIC = {name: (files("bot.web") / "static" / name).read_bytes() for name in ("viewer.css", "chat.css", "chat.js")}
 LEGEND = {
     "exact": '<span class="exact">Solid box</span>: the quoted text, found on the page.',
     "approximate": '<span class="approximate">Dashed box, approximate</span>: where the reader placed the '
@@ -17,15 +17,33 @@ LEGEND = {
 }
 
 
-def document_page(title: str, body: str) -> str:
+def document_page(title: str, body: str, stylesheet: str = "viewer.css", script: str = "") -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="referrer" content="no-referrer">'
         f"<title>{escape(title)}</title>"
-        '<link rel="stylesheet" href="/static/viewer.css"></head>'
-        f"<body>{body}</body></html>\n"
+        f'<link rel="stylesheet" href="/static/{stylesheet}">'
+        + (f'<script src="/static/{script}" defer></script>' if script else "")
+        + f"</head><body>{body}</body></html>\n"
     )
+
+
+def chat_page(collection: str) -> str:
+    """The browser chat (its script, static/chat.js, does the rest)."""
+    body = (
+        '<header class="bar"><h1>pixelrag</h1>'
+        f"<p>Ask about the documents of {escape(collection)}; paste or drop a screenshot to search with it.</p>"
+        '<button id="new" type="button">New conversation</button></header>'
+        '<main id="log" aria-live="polite"></main>'
+        '<form id="ask"><div id="shots"></div><div class="row">'
+        '<textarea id="question" rows="2" aria-label="Your question" '
+        'placeholder="Ask a question (Enter sends, Shift+Enter starts a new line)"></textarea>'
+        '<label class="file">Add a screenshot<input id="file" type="file" accept="image/png,image/jpeg,image/webp" '
+        'multiple></label><button type="submit">Ask</button></div>'
+        '<p id="form-error" class="error" role="alert"></p></form>'
+    )
+    return document_page("pixelrag", body, "chat.css", "chat.js")
 
 
 def view_page(view: PageView, pdf_href: str) -> str:

@@ -27,6 +27,7 @@ from ..records import (
     EventSink,
     Exchange,
     Hit,
+    PagesFound,
     QueryImage,
     ReaderPage,
     Step,
@@ -143,6 +144,7 @@ class Answerer:
             return answer(
                 interpreted, "", hits=picked.hits, notes=notes, topic=picked.topic or "other", selector=picked.selection
             )
+        run.emit(PagesFound(tuple(picked.hits)))
         # Only a listener makes the reader stream (Gemini then calls streamGenerateContent).
         on_text = (lambda text: events(TextDelta(text))) if events else None
         with run.stage("read", "read", _reading(picked.hits)):
