@@ -9,7 +9,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.health import serve_health
-from core import Service, Settings
+from core import Service, Settings, Turn
 from tests.conftest import closed_port, text_pdf
 
 
@@ -55,3 +55,21 @@ async def test_ready_until_the_index_is_damaged_and_until_the_platform_goes(tmp_
     finally:
         await runner.cleanup()
         await service.close()
+
+
+async def test_the_probe_port_serves_the_page_viewer_only_when_links_are_made(tmp_path: Path):
+    public = "https://pixelrag.example.com"
+    settings = Settings(index_dir=tmp_path / "index", public_url=public)
+    service = Service(settings)
+    await service.index([str(text_pdf(tmp_path / "pump.pdf", ["Pump P9. Weight: 2.6 kg."]))])
+    [citation] = (await service.answer(Turn("How much does the pump P9 weigh?"))).citations
+    path = citation.url.removeprefix(public)
+    for serving, expected in ((service, 200), (Service(settings.with_(public_url=None)), 404)):
+        port = closed_port()
+        runner = await serve_health(port, serving)
+        try:
+            status, page = await get(port, path)
+            assert status == expected and ("pump.pdf" in page) == (expected == 200)
+        finally:
+            await runner.cleanup()
+            await serving.close()

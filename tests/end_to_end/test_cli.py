@@ -324,3 +324,16 @@ def test_chat_image_of_a_folder_says_so(env, capsys):
     )
     out = capsys.readouterr().out
     assert f"{env}: a folder, not an image file." in out and f"{env}/missing.png: no such image file." in out
+
+
+def test_ask_prints_each_citations_link_when_a_public_address_is_set(env, capsys, monkeypatch):
+    pump = text_pdf(env / "pump.pdf", ["Pump P9.\nMaximum flow: 3.2 m3/h\nWeight: 2.6 kg"])
+    assert run(capsys, "index", str(pump))[0] == 0
+    monkeypatch.setenv("PIXELRAG_PUBLIC_URL", "https://docs.example.com/pixelrag")
+    code, out, _ = run(capsys, "ask", "How much does the P9 weigh?", "--json", "--out", "answers")
+    [cite] = json.loads(out)["citations"][:1]
+    assert code == 0 and cite["url"].startswith("https://docs.example.com/pixelrag/view/")
+    code, out, _ = run(capsys, "ask", "How much does the P9 weigh?", "--out", "answers")
+    assert f"open:      {cite['url'].split('/view/')[0]}/view/" in out
+    monkeypatch.delenv("PIXELRAG_PUBLIC_URL")
+    assert "open:" not in run(capsys, "ask", "How much does the P9 weigh?", "--out", "answers")[1]
