@@ -41,7 +41,10 @@ class PageViewer:
 
     async def view(self, links: Links, token: str, now: float | None = None) -> PageView:
         link, document, current = await self._find(links, token, now)
-        neighbour = lambda n: links.token(link.at(n)) if 1 <= n <= document.page_count else None  # noqa: E731
+
+        def neighbour(page: int) -> str | None:
+            return links.token(link.at(page)) if 1 <= page <= document.page_count else None
+
         now_token = links.token(link_to(current, link)) if current else None
         return PageView(link, document, current, now_token, token, neighbour(link.page - 1), neighbour(link.page + 1))
 

@@ -81,12 +81,7 @@ class WebChat:
         writer = asyncio.create_task(self._write(response, lines))
         async with delivery:
             try:
-                links = await self.service.links()
-                documents = {d.doc_id: d for d in await self.service.documents(self.scope)}
-
-                def view(doc_id: str, page: int, highlight=None) -> str | None:
-                    doc = documents.get(doc_id)
-                    return links.token(links.link(doc, page, highlight, time.time())) if doc else None
+                view = await self._viewer_links()
 
                 def heard(event: Step | TextDelta | PagesFound) -> None:
                     if isinstance(event, Step):
@@ -126,6 +121,22 @@ class WebChat:
                 lines.put_nowait(None)
                 await writer
         return response
+
+    async def _viewer_links(self):
+        """A question's pages' viewer tokens: view(doc_id, page, highlight) -> token, or None for every
+        page when no link secret can be had (the answer matters more than its links; logged)."""
+        try:
+            links = await self.service.links()
+        except PixelragError as exc:
+            log.warning("answer sent without page links: %s", exc)
+            return lambda doc_id, page, highlight=None: None
+        documents = {d.doc_id: d for d in await self.service.documents(self.scope)}
+
+        def view(doc_id: str, page: int, highlight=None) -> str | None:
+            document = documents.get(doc_id)
+            return links.token(links.link(document, page, highlight, time.time())) if document else None
+
+        return view
 
     async def _read(self, request: web.Request) -> tuple[str, str, str, list[QueryImage]]:
         """The form's fields, checked: ids, the question, up to MAX_IMAGES screenshots."""

@@ -43,7 +43,9 @@ async def secured(request: web.Request, handler) -> web.StreamResponse:
     try:
         response = await handler(request)
     except web.HTTPException as exc:  # aiohttp's own 404 and 405 get the headers too
-        response = exc
+        for name, value in HEADERS.items():
+            exc.headers.setdefault(name, value)
+        raise
     for name, value in HEADERS.items():
         response.headers.setdefault(name, value)
     return response
