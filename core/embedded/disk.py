@@ -1,11 +1,13 @@
 """Files on disk that survive a crash: written once under a temporary name and renamed, directories
-synced, and the build lock that keeps two builders of one index folder apart."""
+synced, the build lock that keeps two builders of one index folder apart, and the page links' secret,
+made once by whichever process asks first."""
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import os
+import secrets
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -75,3 +77,32 @@ class BuildLock:
         self.handle.truncate(0)
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()
+
+
+def kept_secret(root: Path) -> bytes:
+    """The page links' secret, in root/link-secret (readable by this user only): made by the first
+    process that asks (O_EXCL: one of two at once wins), read by every other."""
+    path = root / "link-secret"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(secrets.token_hex(32) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if not path.is_file():
+            raise IndexProblem(
+                f"{path}: the page links' secret cannot be kept ({exc.strerror}); set PIXELRAG_LINK_SECRET."
+            ) from exc
+    try:
+        secret = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError) as exc:
+        raise IndexProblem(
+            f"{path} cannot be read as the page links' secret; delete it (links made so far stop working) "
+            "or set PIXELRAG_LINK_SECRET."
+        ) from exc
+    if len(secret) < 16:
+        raise IndexProblem(f"{path} holds too short a secret; delete it (links made so far stop working).")
+    return secret

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import time
 import uuid
@@ -62,34 +61,6 @@ class IndexFolder:
 
     def page_image_path(self, content_hash: str) -> Path:
         return self.root / "pages" / f"{content_hash}.jpg"
-
-    def link_secret(self) -> bytes:
-        """The page links' secret, in `link-secret` (readable by this user only): made by the first
-        process that asks, read by every other."""
-        path = self.root / "link-secret"
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
-                out.write(secrets.token_hex(32) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            if not path.is_file():
-                raise IndexProblem(
-                    f"{path}: the page links' secret cannot be kept ({exc.strerror}); set PIXELRAG_LINK_SECRET."
-                ) from exc
-        try:
-            secret = bytes.fromhex(path.read_text(encoding="ascii").strip())
-        except (OSError, ValueError) as exc:
-            raise IndexProblem(
-                f"{path} cannot be read as the page links' secret; delete it (links made so far stop working) "
-                "or set PIXELRAG_LINK_SECRET."
-            ) from exc
-        if len(secret) < 16:
-            raise IndexProblem(f"{path} holds too short a secret; delete it (links made so far stop working).")
-        return secret
 
     def save_source(self, document: Document, data: bytes) -> list[Path]:
         """The PDF and its record of what it was indexed as; the files this created (none were there)."""

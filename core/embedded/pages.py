@@ -15,7 +15,7 @@ from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index
 from ..records import Document
 from ..scopes import visible
-from .disk import write_replacing
+from .disk import kept_secret, write_replacing
 from .index_folder import IndexFolder
 from .page_builds import embedded_build
 from .page_search import EmbeddedSearch
@@ -102,7 +102,7 @@ class EmbeddedPages:
         return data if data is not None and hashlib.sha256(data).hexdigest() == sha256 else None
 
     async def link_secret(self) -> bytes:
-        return await asyncio.to_thread(self.store.link_secret)
+        return await asyncio.to_thread(kept_secret, self.store.root)
 
     async def warm_up(self) -> None:
         """Open the index before the first question; a damaged one is logged here and reported to whoever

@@ -178,7 +178,7 @@ async def test_an_answer_goes_without_links_when_no_secret_can_be_kept(local, tm
     import errno
     import logging
 
-    from core.embedded import index_folder
+    from core.embedded import disk
     from core.errors import IndexProblem
 
     real_open = os.open
@@ -191,7 +191,7 @@ async def test_an_answer_goes_without_links_when_no_secret_can_be_kept(local, tm
     settings = Settings(index_dir=tmp_path / "index", backend="local", public_url=PUBLIC)
     async with Service(settings, backend=local) as service:
         await indexed(service, tmp_path)
-        monkeypatch.setattr(index_folder.os, "open", read_only)
+        monkeypatch.setattr(disk.os, "open", read_only)
         with pytest.raises(
             IndexProblem, match="link-secret: the page links' secret cannot be kept .*PIXELRAG_LINK_SECRET"
         ):
