@@ -165,8 +165,10 @@ class Harness:
         )
         return await self.dispatch(body, "application/x-www-form-urlencoded")
 
-    async def click(self, message_ts: str, value: str, *, user: str = "U1", team: str = "T1"):
-        """A click on a message's feedback buttons, as Slack sends it (block_actions)."""
+    async def click(
+        self, message_ts: str, value: str = "", *, user: str = "U1", team: str = "T1", action: dict | None = None
+    ):
+        """A click on a message's feedback buttons (or on another `action`), as Slack sends it (block_actions)."""
         payload = {
             "type": "block_actions",
             "team": {"id": team},
@@ -177,7 +179,8 @@ class Harness:
             "trigger_id": "1.2.3",
             "response_url": self.fake.response_url(),
             "actions": [
-                {
+                action
+                or {
                     "type": "feedback_buttons",
                     "action_id": render.FEEDBACK_ACTION,
                     "block_id": "fb",

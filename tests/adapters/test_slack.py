@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import time
-from urllib.parse import urlencode
 
 import pymupdf
 import pytest
@@ -1342,17 +1341,8 @@ async def test_each_cited_page_gets_a_button_that_opens_it(make_harness, fake, t
         opened.append((view.document.doc_id, view.link.page))
     assert sorted(opened) == cited
     # Slack reports a click on a URL button as well; it is acknowledged, nothing else.
-    payload = {
-        "type": "block_actions",
-        "team": {"id": "T1"},
-        "user": {"id": "U1", "team_id": "T1"},
-        "api_app_id": "A1",
-        "container": {"type": "message", "message_ts": message["ts"], "channel_id": CHANNEL},
-        "channel": {"id": CHANNEL},
-        "trigger_id": "1.2.3",
-        "actions": [{"type": "button", "action_id": buttons[0]["action_id"], "block_id": "b", "action_ts": "1.2"}],
-    }
-    response = await harness.dispatch(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+    button = {"type": "button", "action_id": buttons[0]["action_id"], "block_id": "b", "action_ts": "1.2"}
+    response = await harness.click(message["ts"], action=button)
     assert response.status == 200
     # Without a public address there are no buttons (and the stream's blocks end with the feedback).
     plain = await make_harness(base_settings(fake, tmp_path))
