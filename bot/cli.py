@@ -283,6 +283,7 @@ COMMANDS = {  # the subcommands bot/cli_arguments.py defines
     "chat": cmd_chat,
     "slack": cmd_slack,
     "discord": cmd_discord,
+    "web": cmd_web,
     "doctor": cmd_doctor,
     "feedback": cmd_feedback,
     "eval": cmd_eval,

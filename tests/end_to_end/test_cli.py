@@ -337,3 +337,12 @@ def test_ask_prints_each_citations_link_when_a_public_address_is_set(env, capsys
     assert f"open:      {cite['url'].split('/view/')[0]}/view/" in out
     monkeypatch.delenv("PIXELRAG_PUBLIC_URL")
     assert "open:" not in run(capsys, "ask", "How much does the P9 weigh?", "--out", "answers")[1]
+
+
+def test_every_subcommand_has_its_command():
+    from bot.cli import COMMANDS
+    from bot.cli_arguments import build_parser
+
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if a.dest == "command"]
+    assert set(commands.choices) == set(COMMANDS)
