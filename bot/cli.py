@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 from core import (
@@ -218,6 +220,40 @@ async def cmd_feedback(args) -> int:
     return 0
 
 
+async def cmd_keys(args) -> int:
+    """Keys of the HTTP API, kept (hashed) with the web chat's thread memory, where `pixelrag web` reads them."""
+    from core import add_key, revoke_key
+
+    from .web.server import web_threads
+
+    if args.action in ("add", "revoke") and not args.name:
+        raise BadInput(f"pixelrag keys {args.action} NAME: give the key's name.")
+    threads = await web_threads(_settings(args, existing=args.action != "add")).open()
+    try:
+        if args.action == "add":
+            key = await add_key(threads, args.name, args.scope)
+            print(f"API key {args.name} for {args.scope} (shown once; keep it secret):\n{key}")
+        elif args.action == "revoke":
+            await revoke_key(threads, args.name)
+            print(f"API key {args.name} revoked.")
+        else:
+            keys = await threads.api_keys()
+            if args.json:
+                print(json.dumps([asdict(k) for k in keys], indent=2))
+            for k in [] if args.json else keys:
+                state = f"revoked {_day(k.revoked)}" if k.revoked else "active"
+                print(f"{k.name}\t{k.scope}\tcreated {_day(k.created)}\t{state}")
+            if not keys and not args.json:
+                print("No API keys yet: pixelrag keys add NAME [--scope …].")
+    finally:
+        await threads.close()
+    return 0
+
+
+def _day(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+
+
 def lab() -> None:
     """The evaluation harness is the repository's eval/, beside the tests: the lab, not installed with the
     product. `pixelrag eval` finds it in the checkout the command runs from."""
@@ -286,6 +322,7 @@ COMMANDS = {  # the subcommands bot/cli_arguments.py defines
     "web": cmd_web,
     "doctor": cmd_doctor,
     "feedback": cmd_feedback,
+    "keys": cmd_keys,
     "eval": cmd_eval,
 }
 

@@ -92,7 +92,7 @@ def question_commands(sub) -> None:
 
 
 def bot_commands(sub) -> None:
-    """slack, discord, web, doctor, feedback: the bots and what serves them."""
+    """slack, discord, web, doctor, feedback, keys: the bots and what serves them."""
     p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
     p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
@@ -123,6 +123,13 @@ def bot_commands(sub) -> None:
     p.add_argument("--rating", choices=["bad", "good"], default="bad", help="which ratings (default: bad)")
     p.add_argument("--out", help="JSONL file to write (default: standard output)")
     p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+
+    p = sub.add_parser("keys", help="API keys of pixelrag web's HTTP API: add, list, revoke")
+    p.add_argument("action", choices=["add", "list", "revoke"])
+    p.add_argument("name", nargs="?", help="the key's name (add, revoke)")
+    p.add_argument("--scope", default=SHARED_SCOPE, help="the collection the key sees (add): " + SCOPE_HELP)
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON (list)")
 
 
 def eval_command(sub) -> None:

@@ -7,8 +7,10 @@ sorted (tests/core/test_public_face.py holds both). Behind it: indexing (core/in
 """
 
 from .answering.query_images import attachment_kind, validate_query_image
+from .api_keys import add_key, key_scope, revoke_key
 from .chat.conversation import Conversation, rate_answer
 from .chat.delivery import Delivery
+from .chat.limits import LimitReached
 from .chat.usage import summary as usage_summary
 from .config import Settings, flag, load_settings, number
 from .diagnosis import FAIL, OK, SKIP, Finding, Findings
@@ -36,6 +38,7 @@ from .records import (
     RATINGS,
     SHARED_SCOPE,
     Answer,
+    ApiKey,
     Citation,
     Document,
     IndexReport,
@@ -64,6 +67,7 @@ from .storage import thread_memory
 
 __all__ = [
     "Answer",
+    "ApiKey",
     "BadInput",
     "Busy",
     "Citation",
@@ -76,6 +80,7 @@ __all__ = [
     "Finding",
     "Findings",
     "IndexReport",
+    "LimitReached",
     "LinkChanged",
     "LinkRefused",
     "OK",
@@ -97,6 +102,7 @@ __all__ = [
     "ThreadKey",
     "ThreadMemory",
     "Turn",
+    "add_key",
     "attachment_kind",
     "channel_scope",
     "choose_indexing_place",
@@ -108,6 +114,7 @@ __all__ = [
     "hide_credentials",
     "indexing_place",
     "indexing_scope",
+    "key_scope",
     "kind_of",
     "literal",
     "load_settings",
@@ -119,6 +126,7 @@ __all__ = [
     "own_and_shared",
     "plural",
     "rate_answer",
+    "revoke_key",
     "tenant",
     "thread_memory",
     "usage_summary",

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .records import Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution
+from .records import ApiKey, Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -228,3 +228,15 @@ class ThreadMemory(Protocol):
 
     async def choice(self, platform: str, workspace: str, name: str) -> str | None:
         """What was chosen, or None."""
+
+    async def add_key(self, name: str, scope: str, digest: str, at: float) -> bool:
+        """Keep an API key's digest for `scope` (core/api_keys.py); False when the name is taken."""
+
+    async def key(self, digest: str) -> tuple[str, str] | None:
+        """(name, scope) of the unrevoked key with this digest, or None."""
+
+    async def api_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, oldest first."""
+
+    async def revoke_key(self, name: str, at: float) -> bool:
+        """Revoke the key named `name`; False when there is no such unrevoked key."""

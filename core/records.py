@@ -125,6 +125,16 @@ class Exchange:
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """A key of the HTTP API as kept: its name, its collection, when made and revoked (never the key)."""
+
+    name: str
+    scope: str
+    created: float
+    revoked: float | None = None
+
+
+@dataclass(frozen=True)
 class Rated:
     """A turn whose answer someone rated (👍 good / 👎 bad), as the feedback export lists it."""
 

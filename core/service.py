@@ -98,6 +98,12 @@ class Service:
             for c in citations
         )
 
+    async def page_jpeg(self, scope: str, doc_id: str, page: int) -> bytes | None:
+        """A page's stored image, as `scope` sees it (None when it does not)."""
+        search = await self.pages.search(scope)
+        found = await search.page(doc_id, page) if search else None
+        return found.jpeg if found else None
+
     async def view_page(self, token: str) -> PageView:
         return await self.viewer.view(await self.links(), token)
 

@@ -1,4 +1,4 @@
-"""The browser chat's one request: POST /api/ask, a question (and screenshots) in a conversation, its
+"""The browser chat's one request: POST /chat/ask, a question (and screenshots) in a conversation, its
 answer streamed back as JSON lines while it is worked on.
 
 The same conversation flow as the chat adapters (core's Conversation, thread memory and follow-ups)
@@ -85,7 +85,7 @@ class WebChat:
 
                 def heard(event: Step | TextDelta | PagesFound) -> None:
                     if isinstance(event, Step):
-                        lines.put_nowait({"type": "step", **_step(event)})
+                        lines.put_nowait({"type": "step", **step_record(event)})
                     elif isinstance(event, TextDelta):
                         lines.put_nowait({"type": "text", "text": event.text})
                     else:
@@ -208,7 +208,7 @@ class WebChat:
                 return
 
 
-def _step(step: Step) -> dict:
+def step_record(step: Step) -> dict:
     return {"key": step.key, "title": step.title, "status": step.status, "detail": step.detail}
 
 

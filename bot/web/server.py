@@ -1,6 +1,7 @@
-"""`pixelrag web`: the browser chat at /, the page viewer its citations open, and /healthz, /readyz,
-/metrics; bound to 127.0.0.1 unless told otherwise (docs/web.md says how to open it wider behind the
-team's sign-in proxy). It searches one collection: the shared one unless --scope names another."""
+"""`pixelrag web`: the browser chat at /, the page viewer its citations open, the HTTP API for agents
+(/api/, api.py), and /healthz, /readyz, /metrics; bound to 127.0.0.1 unless told otherwise (docs/web.md
+says how to open it wider behind the team's sign-in proxy). The chat searches one collection: the shared
+one unless --scope names another; an API key names its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp import web
 from core import SHARED_SCOPE, Service, Settings, ThreadMemory, thread_memory
 
 from ..health import add_routes
+from .api import Api
 from .chat import MAX_IMAGES, WebChat
 from .pages import STATIC, chat_page
 from .viewer import CSP, add_viewer, html
@@ -21,6 +23,11 @@ log = logging.getLogger("pixelrag.web")
 # The chat page runs its own script and shows screenshots before they are sent (blob:) and citations'
 # images (data:); it still loads nothing from another origin and talks only to this server.
 CHAT_CSP = CSP.replace("img-src 'self'", "img-src 'self' data: blob:") + "; script-src 'self'; connect-src 'self'"
+
+
+def web_threads(settings: Settings) -> ThreadMemory:
+    """The web chat's thread memory, which keeps the API's keys too: a file beside the index, or the database."""
+    return thread_memory(settings, settings.index_dir / "web-threads.sqlite")
 
 
 def web_app(service: Service, threads: ThreadMemory | None = None, scope: str = SHARED_SCOPE) -> web.Application:
@@ -56,7 +63,8 @@ def web_app(service: Service, threads: ThreadMemory | None = None, scope: str = 
         return serve
 
     app.router.add_get("/", home)
-    app.router.add_post("/api/ask", ask)
+    app.router.add_post("/chat/ask", ask)
+    Api(service, threads).add_routes(app)
     app.router.add_get("/static/chat.js", static("chat.js", "text/javascript"))
     app.router.add_get("/static/chat.css", static("chat.css", "text/css"))
     return app
@@ -64,7 +72,7 @@ def web_app(service: Service, threads: ThreadMemory | None = None, scope: str = 
 
 async def serve_web(settings: Settings, host: str = "127.0.0.1", port: int = 8080, scope: str = SHARED_SCOPE) -> None:
     """Serve until stopped; `pixelrag web` calls this."""
-    threads = await thread_memory(settings, settings.index_dir / "web-threads.sqlite").open()
+    threads = await web_threads(settings).open()
     try:
         async with Service(settings, costs=threads) as service:
             await service.warm_up()

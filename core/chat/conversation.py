@@ -47,6 +47,7 @@ class Conversation:
         keep_reply: bool = False,
         events: EventSink | None = None,
         user: str = "",
+        retrieve_only: bool = False,
     ) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
@@ -54,7 +55,8 @@ class Conversation:
         again in the thread before that gets the stored rendering back (and `events`, which hears the
         stages and the text of a new answer as they happen, hears nothing). `user` (the platform's id of
         the person asking) is counted against the question limits (core/chat/limits.py); a question over one
-        raises LimitReached, whose message is for that person."""
+        raises LimitReached, whose message is for that person. `retrieve_only`: the ranked pages, no
+        reading (the HTTP API's search), counted as a question all the same."""
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
@@ -67,7 +69,9 @@ class Conversation:
         turn = Turn(question, tuple(images), scope, "/".join(key) if key else "", history)
         async with usage.kept(self.threads, scope):
             usage.count(usage.QUESTIONS)
-            answer = await self.service.answer(turn, events=events) if events else await self.service.answer(turn)
+            # Only what is asked for is passed: the tests' stand-in services take no more than they need.
+            options = {"events": events} if events else {}
+            answer = await self.service.answer(turn, **options, **({"retrieve_only": True} if retrieve_only else {}))
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = False

@@ -16,7 +16,12 @@ KEEP_QUESTIONS_S = 2 * DAY  # what the stores keep: the longest window is a day
 
 
 class LimitReached(BadInput):
-    """A question over a limit: the message says which, and when the next one can be asked."""
+    """A question over a limit: the message says which, and when the next one can be asked (in
+    `retry_after` seconds, for an HTTP client's Retry-After)."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 async def admit(
@@ -28,17 +33,20 @@ async def admit(
     if per_user and user:
         asked = await threads.asked(platform, workspace, user, now - HOUR)
         if len(asked) >= per_user:
+            wait = asked[-per_user] + HOUR - now
             raise LimitReached(
                 f"You have asked {plural(len(asked), 'question')} in the past hour, the most one person may ask here "
-                f"(PIXELRAG_USER_QUESTIONS_PER_HOUR). You can ask again {_in(asked[-per_user] + HOUR - now)}."
+                f"(PIXELRAG_USER_QUESTIONS_PER_HOUR). You can ask again {_in(wait)}.",
+                wait,
             )
     if per_workspace:
         asked = await threads.asked(platform, workspace, None, now - DAY)
         if len(asked) >= per_workspace:
+            wait = asked[-per_workspace] + DAY - now
             raise LimitReached(
                 f"This workspace has asked {plural(len(asked), 'question')} in the past 24 hours, its limit "
-                f"(PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY). Questions can be asked again "
-                f"{_in(asked[-per_workspace] + DAY - now)}."
+                f"(PIXELRAG_WORKSPACE_QUESTIONS_PER_DAY). Questions can be asked again {_in(wait)}.",
+                wait,
             )
     if per_user or per_workspace:
         await threads.record_question(platform, workspace, user, now)

@@ -26,7 +26,7 @@ from ..chat.limits import KEEP_QUESTIONS_S
 from ..chat.usage import day_of
 from ..errors import IndexProblem
 from ..ports import ThreadKey
-from ..records import Exchange, Rated
+from ..records import ApiKey, Exchange, Rated
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.
@@ -68,6 +68,11 @@ MIGRATIONS = (
     """
     CREATE TABLE IF NOT EXISTS choices (platform TEXT NOT NULL, workspace TEXT NOT NULL, name TEXT NOT NULL,
         value TEXT NOT NULL, PRIMARY KEY (platform, workspace, name));
+    """,
+    # The HTTP API's keys, as their sha256 only (core/api_keys.py).
+    """
+    CREATE TABLE IF NOT EXISTS api_keys (name TEXT PRIMARY KEY, scope TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
+        created REAL NOT NULL, revoked REAL);
     """,
 )
 
@@ -287,6 +292,33 @@ class EmbeddedThreads:
         async with db.execute(sql, (platform, workspace, name)) as cursor:
             row = await cursor.fetchone()
         return row[0] if row else None
+
+    async def add_key(self, name: str, scope: str, digest: str, at: float) -> bool:
+        db = await self._conn()
+        cursor = await db.execute(
+            "INSERT INTO api_keys VALUES (?, ?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING", (name, scope, digest, at)
+        )
+        await db.commit()
+        return cursor.rowcount == 1
+
+    async def key(self, digest: str) -> tuple[str, str] | None:
+        db = await self._conn()
+        async with db.execute(
+            "SELECT name, scope FROM api_keys WHERE digest = ? AND revoked IS NULL", (digest,)
+        ) as cur:
+            row = await cur.fetchone()
+        return (row[0], row[1]) if row else None
+
+    async def api_keys(self) -> list[ApiKey]:
+        db = await self._conn()
+        async with db.execute("SELECT name, scope, created, revoked FROM api_keys ORDER BY created") as cursor:
+            return [ApiKey(*row) for row in await cursor.fetchall()]
+
+    async def revoke_key(self, name: str, at: float) -> bool:
+        db = await self._conn()
+        cursor = await db.execute("UPDATE api_keys SET revoked = ? WHERE name = ? AND revoked IS NULL", (at, name))
+        await db.commit()
+        return cursor.rowcount == 1
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         db = await self._conn()

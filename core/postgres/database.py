@@ -124,6 +124,11 @@ MIGRATIONS = (
     """
     CREATE TABLE pixelrag_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # The HTTP API's keys, as their sha256 only (core/api_keys.py).
+    """
+    CREATE TABLE pixelrag_api_keys (name TEXT PRIMARY KEY, scope TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
+        created DOUBLE PRECISION NOT NULL, revoked DOUBLE PRECISION);
+    """,
 )
 
 

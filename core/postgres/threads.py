@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from ..chat.limits import KEEP_QUESTIONS_S
 from ..chat.usage import day_of
 from ..ports import ThreadKey
-from ..records import Exchange, Rated
+from ..records import ApiKey, Exchange, Rated
 from .database import connected, open_pool, retrying
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
@@ -197,6 +197,29 @@ class PostgresThreads:
             (platform, workspace, name),
         )
         return rows[0][0] if rows else None
+
+    async def add_key(self, name: str, scope: str, digest: str, at: float) -> bool:
+        rows = await self._run(
+            "INSERT INTO pixelrag_api_keys VALUES (%s, %s, %s, %s, NULL) ON CONFLICT (name) DO NOTHING RETURNING name",
+            (name, scope, digest, at),
+        )
+        return bool(rows)
+
+    async def key(self, digest: str) -> tuple[str, str] | None:
+        rows = await self._run(
+            "SELECT name, scope FROM pixelrag_api_keys WHERE digest = %s AND revoked IS NULL", (digest,)
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    async def api_keys(self) -> list[ApiKey]:
+        rows = await self._run("SELECT name, scope, created, revoked FROM pixelrag_api_keys ORDER BY created")
+        return [ApiKey(*row) for row in rows]
+
+    async def revoke_key(self, name: str, at: float) -> bool:
+        rows = await self._run(
+            "UPDATE pixelrag_api_keys SET revoked = %s WHERE name = %s AND revoked IS NULL RETURNING name", (at, name)
+        )
+        return bool(rows)
 
     async def usage(self, platform: str | None, workspace: str | None, since: float) -> dict[str, int]:
         rows = await self._run(

@@ -57,7 +57,7 @@ async def post(base: str, data, headers=None) -> tuple[int, list[dict]]:
 
     async with aiohttp.ClientSession() as session:
         async with session.post(
-            f"{base}/api/ask", data=data, headers={"X-Requested-With": "pixelrag", **(headers or {})}
+            f"{base}/chat/ask", data=data, headers={"X-Requested-With": "pixelrag", **(headers or {})}
         ) as response:
             body = await response.text()
     lines = [json.loads(line) for line in body.splitlines() if line.strip()]
@@ -93,7 +93,7 @@ async def test_the_endpoint_answers_as_json_lines_and_refuses_what_it_must(chat)
     # from another site, or without the page's header
     assert (await post(base, form(), {"Origin": "https://evil.example"}))[0] == 403
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{base}/api/ask", data=form()) as response:
+        async with session.post(f"{base}/chat/ask", data=form()) as response:
             assert response.status == 403
     # nothing to ask, a PDF as a screenshot, a damaged image, too many characters
     for data, words in (
@@ -161,7 +161,7 @@ async def test_markup_in_a_question_is_shown_as_text_and_errors_are_visible(chat
     await page.press("#question", "Enter")
     assert "Type a question" in await page.locator("#form-error").text_content()
     # The server gone: the turn says so.
-    await page.route("**/api/ask", lambda route: route.abort())
+    await page.route("**/chat/ask", lambda route: route.abort())
     await page.fill("#question", "is it still there?")
     await page.press("#question", "Enter")
     await page.wait_for_selector(".turn:nth-child(2) .error")

@@ -12,7 +12,7 @@ import pytest
 
 from core import EmbeddedThreads, Settings, thread_memory
 from core.embedded.threads import KEEP_EVENTS_S, MIGRATIONS
-from core.errors import IndexProblem
+from core.errors import BadInput, IndexProblem
 from core.postgres.threads import PostgresThreads
 from core.records import Exchange
 
@@ -88,6 +88,31 @@ async def test_the_latest_rating_per_user_is_kept_with_what_was_retrieved_and_ci
     assert (bad.question, bad.interpreted, bad.answer) == ("And its width?", "How wide is the X200?", "320 mm")
     assert bad.retrieved == (("d1", 2), ("d1", 1)) and bad.cited == (("d1", 2),) and bad.rated_at > 0
     assert sorted((r.turn_id, r.user) for r in await memory.ratings("good")) == [(turn, "T1:U2"), (other, "T1:U2")]
+
+
+async def test_api_keys_are_kept_hashed_open_their_collection_and_stay_revoked(memory):
+    from core import add_key, key_scope, revoke_key
+    from core.api_keys import digest
+
+    key = await add_key(memory, "agent", "slack:T1/C9")
+    assert await key_scope(memory, f"Bearer {key}") == ("agent", "slack:T1/C9")
+    [kept] = await memory.api_keys()
+    assert (kept.name, kept.scope, kept.revoked) == ("agent", "slack:T1/C9", None)
+    assert key not in repr(kept) and await memory.key(digest(key)) is not None  # only its digest is kept
+    with pytest.raises(BadInput, match="exists"):
+        await add_key(memory, "agent", "shared")
+    with pytest.raises(BadInput, match="not a key name"):
+        await add_key(memory, "../x", "shared")
+    for header in (None, "", key, f"Basic {key}", "Bearer prk_unknown", f"Bearer {key}x"):
+        assert await key_scope(memory, header) is None, header
+    await revoke_key(memory, "agent")
+    assert await key_scope(memory, f"Bearer {key}") is None
+    [kept] = await memory.api_keys()
+    assert kept.revoked is not None
+    with pytest.raises(BadInput, match="No active API key"):
+        await revoke_key(memory, "agent")
+    with pytest.raises(BadInput, match="exists"):
+        await add_key(memory, "agent", "shared")  # a revoked name is not handed out again
 
 
 # ----- SQLite ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// The browser chat: asks /api/ask and shows the answer as its lines arrive (bot/web/chat.py).
+// The browser chat: asks /chat/ask and shows the answer as its lines arrive (bot/web/chat.py).
 // Text from the server or a document is set as text; only the answer's HTML, which the server rendered
 // from Markdown with raw HTML off, is set as HTML.
 "use strict";
@@ -180,7 +180,7 @@ async function ask(text, files) {
   for (const file of files) data.append("image", file, file.name || "screenshot.png");
   let response;
   try {
-    response = await fetch("/api/ask", { method: "POST", body: data, headers: { "X-Requested-With": "pixelrag" } });
+    response = await fetch("/chat/ask", { method: "POST", body: data, headers: { "X-Requested-With": "pixelrag" } });
   } catch (error) {
     showError(view, "pixelrag cannot be reached; is it still running?");
     return;
