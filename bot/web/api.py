@@ -19,27 +19,22 @@ import binascii
 import json
 import logging
 import math
-import time
 
 from aiohttp import web
 
 from core import (
-    Answer,
     BadInput,
-    Conversation,
     LimitReached,
-    PagesFound,
     PixelragError,
     QueryImage,
     Service,
-    Step,
-    TextDelta,
     ThreadMemory,
     key_scope,
     validate_query_image,
 )
 
-from .chat import ID, MAX_QUESTION, step_record
+from .chat import ID, MAX_QUESTION
+from .for_agents import ForAgents
 
 log = logging.getLogger("pixelrag.web")
 
@@ -47,7 +42,7 @@ log = logging.getLogger("pixelrag.web")
 class Api:
     def __init__(self, service: Service, threads: ThreadMemory):
         self.service, self.threads = service, threads
-        self.conversation = Conversation(service, threads, service.settings.history_exchanges)
+        self.agents = ForAgents(service, threads)
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/api/documents", self._keyed(self.documents))
@@ -81,36 +76,15 @@ class Api:
         return keyed
 
     async def documents(self, request: web.Request, name: str, scope: str) -> web.Response:
-        documents = await self.service.documents(scope)
-        return web.json_response(
-            {
-                "collection": scope,
-                "documents": [
-                    {
-                        "id": d.doc_id,
-                        "title": d.title,
-                        "file_name": d.file_name,
-                        "pages": d.page_count,
-                        "collection": d.scope,
-                    }
-                    for d in documents
-                ],
-            }
-        )
+        return web.json_response(await self.agents.documents(scope))
 
     async def search(self, request: web.Request, name: str, scope: str) -> web.Response:
         query, images, with_images, _ = await _body(request, self.service.settings.max_image_bytes)
-        reply = await self.conversation.ask(None, query, images, scope=scope, user=f"key:{name}", retrieve_only=True)
-        assert reply.answer is not None
-        links = await self._links(scope)
-        results = []
-        for hit in reply.answer.hits:
-            item = {"document": hit.doc_id, "title": hit.title, "page": hit.page, "score": hit.score}
-            item["view"] = links(hit.doc_id, hit.page)
+        results = await self.agents.search(name, scope, query, images, with_images)
+        for item in results:
             if with_images:
-                jpeg = await self.service.page_jpeg(scope, hit.doc_id, hit.page)
-                item["image"] = _data_url(jpeg) if jpeg else None
-            results.append(item)
+                jpeg = item.pop("jpeg")
+                item["image"] = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode() if jpeg else None
         return web.json_response({"query": query, "results": results})
 
     async def ask(self, request: web.Request, name: str, scope: str) -> web.StreamResponse:
@@ -118,25 +92,11 @@ class Api:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         events: asyncio.Queue[tuple[str, dict] | None] = asyncio.Queue()
         writer = asyncio.create_task(_send(request, response, events))
-        links = await self._links(scope)
-
-        def heard(event: Step | TextDelta | PagesFound) -> None:
-            if isinstance(event, Step):
-                events.put_nowait(("step", step_record(event)))
-            elif isinstance(event, TextDelta):
-                events.put_nowait(("text", {"text": event.text}))
-            else:
-                pages = [
-                    {"document": h.doc_id, "title": h.title, "page": h.page, "view": links(h.doc_id, h.page)}
-                    for h in event.hits
-                ]
-                events.put_nowait(("pages", {"pages": pages}))
-
         try:
-            key = ("api", name, conversation, conversation) if conversation else None
-            reply = await self.conversation.ask(key, query, images, scope=scope, events=heard, user=f"key:{name}")
-            assert reply.answer is not None
-            events.put_nowait(("answer", _record(reply.answer, links)))
+            record, _ = await self.agents.ask(
+                name, scope, query, images, conversation, heard=lambda *event: events.put_nowait(event)
+            )
+            events.put_nowait(("answer", record))
         except LimitReached:
             raise  # checked before any event, so nothing is sent yet: a 429 as /api/search gives
         except PixelragError as exc:
@@ -148,22 +108,6 @@ class Api:
             events.put_nowait(None)
             await writer
         return response
-
-    async def _links(self, scope: str):
-        """links(doc_id, page, highlight=None) -> the page's viewer URL (absolute with PIXELRAG_PUBLIC_URL),
-        or None when no link secret can be had."""
-        try:
-            links = await self.service.links()
-        except PixelragError as exc:
-            log.warning("API answer without page links: %s", exc)
-            return lambda doc_id, page, highlight=None: None
-        documents = {d.doc_id: d for d in await self.service.documents(scope)}
-
-        def link(doc_id: str, page: int, highlight=None) -> str | None:
-            document = documents.get(doc_id)
-            return links.view_url(links.link(document, page, highlight, time.time())) if document else None
-
-        return link
 
 
 async def _body(request: web.Request, max_image_bytes: int) -> tuple[str, list[QueryImage], bool, str]:
@@ -192,14 +136,6 @@ async def _body(request: web.Request, max_image_bytes: int) -> tuple[str, list[Q
     return query.strip(), images, bool(body.get("images")), conversation
 
 
-def _record(answer: Answer, links) -> dict:
-    """The answer as `pixelrag ask --json` prints it, each citation with its viewer URL."""
-    record = answer.to_json()
-    for data, citation in zip(record["citations"], answer.citations):
-        data["url"] = links(citation.doc_id, citation.page, citation.highlight)
-    return record
-
-
 async def _send(request: web.Request, response: web.StreamResponse, events: asyncio.Queue) -> None:
     """The events as server-sent events; the response starts with the first, so that a question refused
     before any (a limit) is still an HTTP error."""
@@ -218,7 +154,3 @@ async def _send(request: web.Request, response: web.StreamResponse, events: asyn
 
 def _error(message: str, status: int, headers: dict | None = None) -> web.Response:
     return web.json_response({"error": message}, status=status, headers=headers)
-
-
-def _data_url(jpeg: bytes) -> str:
-    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode()
