@@ -7,6 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
+CLIENTS_VENV ?= .venv-clients
 
 .PHONY: demo test test-minimums check setup setup-test clean results
 
@@ -17,8 +18,15 @@ $(BIN)/python:
 setup: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
-setup-test: $(BIN)/python
+setup-test: $(BIN)/python $(CLIENTS_VENV)/installed
 	$(BIN)/pip install --quiet -e '.[test]'
+
+# The official PixelRAG's LangChain client, which the compatibility route is tested with, in a virtualenv of
+# its own: it pins an httpx older than the one google-genai needs.
+$(CLIENTS_VENV)/installed:
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/pip install --quiet 'pixelrag-langchain==0.2.1'
+	touch $@
 
 demo: setup
 	$(BIN)/python eval/sample_document.py $(OUT)/hf300-brochure.pdf
@@ -55,4 +63,4 @@ results: setup-test
 	$(BIN)/python eval/results.py
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) out
+	rm -rf $(VENV) $(MIN_VENV) $(CLIENTS_VENV) out

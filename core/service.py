@@ -63,11 +63,13 @@ class Service:
         return self._backend
 
     # --- answering ----------------------------------------------------------------------------
-    async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
+    async def answer(
+        self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None, top: int | None = None
+    ) -> Answer:
         """Answer one turn; its citations carry their preview and highlight images as bytes, and their
         page viewer links when PIXELRAG_PUBLIC_URL is set. `events` hears the stages and the answer's
-        text as they happen (records.Step, records.TextDelta)."""
-        answer = await self.answerer.answer(turn, retrieve_only, events)
+        text as they happen (records.Step, records.TextDelta). `top`: how many pages retrieve_only ranks."""
+        answer = await self.answerer.answer(turn, retrieve_only, events, top)
         if not self.settings.public_url or not answer.citations:
             return answer
         return replace(answer, citations=await self.linked(answer.citations, turn.scope))

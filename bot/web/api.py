@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import json
 import logging
 import math
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -30,11 +30,11 @@ from core import (
     Service,
     ThreadMemory,
     key_scope,
-    validate_query_image,
 )
 
 from .chat import ID, MAX_QUESTION
-from .for_agents import ForAgents
+from .compat import Compat
+from .for_agents import MAX_TOP, ForAgents, decoded_image
 
 log = logging.getLogger("pixelrag.web")
 
@@ -48,18 +48,22 @@ class Api:
         app.router.add_get("/api/documents", self._keyed(self.documents))
         app.router.add_post("/api/search", self._keyed(self.search))
         app.router.add_post("/api/ask", self._keyed(self.ask))
+        Compat(self.agents).add_routes(app, self._keyed)
 
-    def _keyed(self, handler):
+    def _keyed(self, handler, field: str = "error"):
         """The handler, given the key's (name, scope); 401 without a valid key, 400 for a bad body, 429
-        over a limit, 503 for an unavailable index; each with the words a chat would show."""
+        over a limit, 503 for an unavailable index; each with the words a chat would show, under `field`."""
+
+        def refused(message: str, status: int, headers: dict | None = None) -> web.Response:
+            return web.json_response({field: message}, status=status, headers=headers)
 
         async def keyed(request: web.Request) -> web.StreamResponse:
             try:
                 key = await key_scope(self.threads, request.headers.get("Authorization"))
             except PixelragError as exc:
-                return _error(str(exc), 503)
+                return refused(str(exc), 503)
             if key is None:
-                return _error(
+                return refused(
                     "Send a pixelrag API key: Authorization: Bearer prk_… (pixelrag keys add NAME).",
                     401,
                     {"WWW-Authenticate": 'Bearer realm="pixelrag"'},
@@ -67,11 +71,11 @@ class Api:
             try:
                 return await handler(request, *key)
             except LimitReached as exc:
-                return _error(str(exc), 429, {"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
+                return refused(str(exc), 429, {"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
             except BadInput as exc:
-                return _error(str(exc), 400)
+                return refused(str(exc), 400)
             except PixelragError as exc:
-                return _error(str(exc), 503)
+                return refused(str(exc), 503)
 
         return keyed
 
@@ -79,22 +83,27 @@ class Api:
         return web.json_response(await self.agents.documents(scope))
 
     async def search(self, request: web.Request, name: str, scope: str) -> web.Response:
-        query, images, with_images, _ = await _body(request, self.service.settings.max_image_bytes)
-        results = await self.agents.search(name, scope, query, images, with_images)
+        asked = await _body(request, self.service.settings.max_image_bytes)
+        results = await self.agents.search(name, scope, asked.query, asked.images, asked.with_images, asked.top)
         for item in results:
-            if with_images:
+            if asked.with_images:
                 jpeg = item.pop("jpeg")
                 item["image"] = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode() if jpeg else None
-        return web.json_response({"query": query, "results": results})
+        return web.json_response({"query": asked.query, "results": results})
 
     async def ask(self, request: web.Request, name: str, scope: str) -> web.StreamResponse:
-        query, images, _, conversation = await _body(request, self.service.settings.max_image_bytes)
+        asked = await _body(request, self.service.settings.max_image_bytes)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         events: asyncio.Queue[tuple[str, dict] | None] = asyncio.Queue()
         writer = asyncio.create_task(_send(request, response, events))
         try:
             record, _ = await self.agents.ask(
-                name, scope, query, images, conversation, heard=lambda *event: events.put_nowait(event)
+                name,
+                scope,
+                asked.query,
+                asked.images,
+                asked.conversation,
+                heard=lambda *event: events.put_nowait(event),
             )
             events.put_nowait(("answer", record))
         except LimitReached:
@@ -102,7 +111,7 @@ class Api:
         except PixelragError as exc:
             events.put_nowait(("error", {"message": str(exc)}))
         except Exception:
-            log.exception("the API's question %r failed", query[:80])
+            log.exception("the API's question %r failed", asked.query[:80])
             events.put_nowait(("error", {"message": "Something went wrong while answering; it was logged."}))
         finally:
             events.put_nowait(None)
@@ -110,8 +119,17 @@ class Api:
         return response
 
 
-async def _body(request: web.Request, max_image_bytes: int) -> tuple[str, list[QueryImage], bool, str]:
-    """(query, images, whether to include page images, conversation id) from a JSON body; BadInput."""
+@dataclass(frozen=True)
+class Asked:
+    query: str
+    images: list[QueryImage]
+    with_images: bool  # page images inline in /api/search's results
+    conversation: str  # the caller's thread id, or ""
+    top: int | None  # how many pages /api/search ranks (top_k unless given)
+
+
+async def _body(request: web.Request, max_image_bytes: int) -> Asked:
+    """What a JSON body asks; BadInput says what is wrong with it."""
     try:
         body = await request.json()
     except (ValueError, UnicodeDecodeError):
@@ -121,19 +139,16 @@ async def _body(request: web.Request, max_image_bytes: int) -> tuple[str, list[Q
     query = body.get("query") or ""
     if not isinstance(query, str) or len(query) > MAX_QUESTION:
         raise BadInput(f'"query" must be text of at most {MAX_QUESTION} characters.')
-    images = []
-    if body.get("image"):
-        try:
-            data = base64.b64decode(body["image"], validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise BadInput('"image" must be base64 of a PNG, JPEG or WebP.') from None
-        images.append(validate_query_image(QueryImage(data, "image/png", "image"), max_image_bytes))
+    images = [decoded_image(body["image"], max_image_bytes)] if body.get("image") else []
     if not query.strip() and not images:
         raise BadInput('Give a "query", an "image", or both.')
     conversation = body.get("conversation") or ""
     if conversation and not (isinstance(conversation, str) and ID.fullmatch(conversation)):
         raise BadInput('"conversation" must be 32 hexadecimal digits.')
-    return query.strip(), images, bool(body.get("images")), conversation
+    top = body.get("top")
+    if top is not None and not (type(top) is int and 1 <= top <= MAX_TOP):
+        raise BadInput(f'"top" must be a whole number from 1 to {MAX_TOP}.')
+    return Asked(query.strip(), images, bool(body.get("images")), conversation, top)
 
 
 async def _send(request: web.Request, response: web.StreamResponse, events: asyncio.Queue) -> None:
@@ -150,7 +165,3 @@ async def _send(request: web.Request, response: web.StreamResponse, events: asyn
             while await events.get() is not None:
                 pass
             return
-
-
-def _error(message: str, status: int, headers: dict | None = None) -> web.Response:
-    return web.json_response({"error": message}, status=status, headers=headers)

@@ -5,12 +5,15 @@ a question of the key's own (`key:NAME`) for the usage limits, in the key's coll
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import time
 from collections.abc import Callable
 
 from core import (
     Answer,
+    BadInput,
     Conversation,
     PagesFound,
     PixelragError,
@@ -19,11 +22,14 @@ from core import (
     Step,
     TextDelta,
     ThreadMemory,
+    validate_query_image,
 )
 
 from .chat import step_record
 
 log = logging.getLogger("pixelrag.web")
+
+MAX_TOP = 100  # pages one search may rank: ranking more is cheap, but each may carry its image
 
 # (event name, data) as the HTTP API streams them: "step", "pages", "text"
 Heard = Callable[[str, dict], None]
@@ -43,11 +49,19 @@ class ForAgents:
         return {"collection": scope, "documents": listed}
 
     async def search(
-        self, name: str, scope: str, query: str, images: list[QueryImage], with_images: bool = False
+        self,
+        name: str,
+        scope: str,
+        query: str,
+        images: list[QueryImage],
+        with_images: bool = False,
+        top: int | None = None,
     ) -> list[dict]:
-        """The top pages: document, title, page, score, view (the viewer link) and, asked for, the page's
-        JPEG as `jpeg` bytes."""
-        reply = await self.conversation.ask(None, query, images, scope=scope, user=f"key:{name}", retrieve_only=True)
+        """The `top` pages (top_k unless given): document, title, page, score, view (the viewer link) and,
+        asked for, the page's JPEG as `jpeg` bytes."""
+        reply = await self.conversation.ask(
+            None, query, images, scope=scope, user=f"key:{name}", retrieve_only=True, top=top
+        )
         assert reply.answer is not None
         links = await self.links(scope)
         results = []
@@ -109,3 +123,15 @@ class ForAgents:
             return links.view_url(links.link(document, page, highlight, time.time())) if document else None
 
         return link
+
+
+def decoded_image(text: object, max_bytes: int) -> QueryImage:
+    """A screenshot sent as base64 (or a data: URL, as the official PixelRAG's clients send), checked as a
+    chat attachment is (PNG, JPEG or WebP, size, pixels); BadInput says what is wrong."""
+    if isinstance(text, str) and text.startswith("data:"):
+        text = text.partition(",")[2]
+    try:
+        data = base64.b64decode(text, validate=True)  # type: ignore[arg-type]
+    except (binascii.Error, TypeError, ValueError):
+        raise BadInput('"image" must be base64 of a PNG, JPEG or WebP.') from None
+    return validate_query_image(QueryImage(data, "image/png", "image"), max_bytes)

@@ -95,15 +95,18 @@ class Answerer:
         self.settings, self.pages, self.backend = settings, pages, backend
         self.jev = PageSelector(settings)  # off unless asked for: then retrieval gets 8 candidates
 
-    async def answer(self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None) -> Answer:
-        """`events`, when given, hears each stage a person waits on and the answer's text as it is written."""
+    async def answer(
+        self, turn: Turn, retrieve_only: bool = False, events: EventSink | None = None, top: int | None = None
+    ) -> Answer:
+        """`events`, when given, hears each stage a person waits on and the answer's text as it is written.
+        `top`: how many pages to rank (for retrieve_only; top_k unless given)."""
         new_question_id()
         log.info("question from %s", turn.thread or turn.scope)  # its id is on this line and every later one
         platform, outcome = platform_of(turn.thread), "failed"
         try:
             # One budget for the whole question: retries of one call cannot add up past it.
             with deadline.budget(self.settings.answer_timeout_s):
-                answer = await self._answer(turn, retrieve_only, events)
+                answer = await self._answer(turn, retrieve_only, events, top or self.settings.top_k)
             outcome = outcome_of(answer)
             for stage, ms in answer.timings.items():  # once per question: a stage may take several blocks
                 STAGE_SECONDS.labels(stage).observe(ms / 1000)
@@ -114,7 +117,7 @@ class Answerer:
         finally:
             QUESTIONS.labels(platform, outcome).inc()
 
-    async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None) -> Answer:
+    async def _answer(self, turn: Turn, retrieve_only: bool, events: EventSink | None, top: int) -> Answer:
         run = Stages(events)
         question = _checked(turn)
         # Decoded and normalised once, off the loop: a large PNG takes a while.
@@ -134,7 +137,7 @@ class Answerer:
                 limitations=("No indexed documents are visible here.",),
             )
         backend.check_index(search.built_with)
-        found = await self._retrieve(run, backend, search, interpreted, images)
+        found = await self._retrieve(run, backend, search, interpreted, images, top)
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
             return answer(interpreted, "", hits=tuple(found.hits), notes=notes)
 
@@ -178,7 +181,13 @@ class Answerer:
         return interpreted, resolution.clarify if resolution else None
 
     async def _retrieve(
-        self, run: Stages, backend: Backend, search: PageSearch, interpreted: str, images: Sequence[QueryImage]
+        self,
+        run: Stages,
+        backend: Backend,
+        search: PageSearch,
+        interpreted: str,
+        images: Sequence[QueryImage],
+        top: int,
     ) -> Retrieved:
         """The ranked pages (more of them when Jev chooses among them); for a screenshot, the page it was cut
         from goes first, whatever its words matched."""
@@ -188,11 +197,11 @@ class Answerer:
                 query_text = await asyncio.to_thread(backend.query_text, interpreted, images)
             with run.stage("embed_query"):
                 vector = await backend.embed_query(query_text, images)
-            pool = self.jev.pool(self.settings.top_k)
+            pool = self.jev.pool(top)
             if images:
                 from . import page_match  # OpenCV: loaded by the first screenshot question, not at start-up
             wanted = max(pool, page_match.CANDIDATES) if images else pool
-            hits = await search.rank(query_text, vector, wanted, backend.lexical, answered=self.settings.top_k)
+            hits = await search.rank(query_text, vector, wanted, backend.lexical, answered=top)
             pages = None
             if images:
                 pages = list(await search.read(hits))

@@ -48,6 +48,7 @@ class Conversation:
         events: EventSink | None = None,
         user: str = "",
         retrieve_only: bool = False,
+        top: int | None = None,
     ) -> Reply:
         """Answer `question` in the thread `key` (None: a one-off question without memory).
 
@@ -55,8 +56,8 @@ class Conversation:
         again in the thread before that gets the stored rendering back (and `events`, which hears the
         stages and the text of a new answer as they happen, hears nothing). `user` (the platform's id of
         the person asking) is counted against the question limits (core/chat/limits.py); a question over one
-        raises LimitReached, whose message is for that person. `retrieve_only`: the ranked pages, no
-        reading (the HTTP API's search), counted as a question all the same."""
+        raises LimitReached, whose message is for that person. `retrieve_only`: the ranked pages (`top` of
+        them, top_k unless given), no reading (the HTTP API's search), counted as a question all the same."""
         question = clean_text(question).strip()  # as every Turn cleans it: the stored reply is found by it
         if key is not None and keep_reply and not images:
             if pending := await self.threads.pending_reply(key, question):
@@ -70,8 +71,10 @@ class Conversation:
         async with usage.kept(self.threads, scope):
             usage.count(usage.QUESTIONS)
             # Only what is asked for is passed: the tests' stand-in services take no more than they need.
-            options = {"events": events} if events else {}
-            answer = await self.service.answer(turn, **options, **({"retrieve_only": True} if retrieve_only else {}))
+            options: dict[str, object] = {"events": events} if events else {}
+            if retrieve_only:
+                options |= {"retrieve_only": True, "top": top}
+            answer = await self.service.answer(turn, **options)
         turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = False

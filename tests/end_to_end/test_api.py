@@ -112,6 +112,10 @@ async def test_a_key_sees_exactly_its_collection(api):
     assert found and all("hr-note" not in title for title in found)
     async with session.post(f"{base}/api/search", headers=bearer(keys["hr"]), json=question) as response:
         assert (await response.json())["results"][0]["title"] == "hr-note.pdf"
+    async with session.post(
+        f"{base}/api/search", headers=bearer(keys["hr"]), json=question | {"top": 100}
+    ) as response:  # every page the key sees: the brochure's 4 and the note's 1
+        assert len((await response.json())["results"]) == 5
 
 
 async def test_search_and_ask_give_what_pixelrag_ask_gives(api):
@@ -153,6 +157,9 @@ async def test_bad_bodies_are_one_clear_line(api):
         ({"image": "%%%"}, "base64"),
         ({"query": "which part?", "image": base64.b64encode(b"GIF89a....").decode()}, "image"),
         ({"query": "x", "conversation": "../../etc"}, "32 hexadecimal"),
+        ({"query": "x", "top": 0}, '"top"'),
+        ({"query": "x", "top": 101}, '"top"'),
+        ({"query": "x", "top": True}, '"top"'),
     ):
         kwargs = {"data": body} if isinstance(body, str) else {"json": body}
         async with session.post(f"{base}/api/search", headers=bearer(keys["everyone"]), **kwargs) as response:
