@@ -154,6 +154,7 @@ def benchmarks(py: str, quick: bool) -> str:
             sh(py, "eval/bench_postgres.py", "--pages", "20000", "--dim", "3072", "--batch", "18"),
             sh(py, "eval/bench_replicas.py"),
             sh(py, "eval/bench_slack_stream.py"),
+            sh(py, "eval/bench_api.py"),  # on index/eval-local, which the evaluation above built
         ]
     )
 
