@@ -1,4 +1,4 @@
-"""The `pixelrag` command: index, ask, status, chat (console), slack, discord, doctor."""
+"""The `pixelrag` command: index, ask, status, chat (console), slack, discord, web, mcp, keys, doctor."""
 
 from __future__ import annotations
 
@@ -201,6 +201,16 @@ async def cmd_web(args) -> int:
     return 0
 
 
+async def cmd_mcp(args) -> int:
+    """An MCP server for one local agent over stdio; it asks in the web chat's thread memory, as /mcp does."""
+    from .web.mcp import serve_stdio
+    from .web.server import web_threads
+
+    settings = _settings(args)
+    await serve_stdio(settings, web_threads(settings), args.scope)
+    return 0
+
+
 async def cmd_doctor(args) -> int:
     from .doctor import diagnose, report
     from .slack.manifest import MANIFEST
@@ -217,6 +227,29 @@ async def cmd_feedback(args) -> int:
     write(records, Path(args.out) if args.out else None)
     where = args.out or "standard output"
     print(f"{len(records)} answer(s) rated {args.rating} written to {where}", file=sys.stderr)
+    return 0
+
+
+async def cmd_gaps(args) -> int:
+    """The coverage gaps of every bot's thread memory, the most asked first."""
+    from core import gaps_csv
+
+    from .gaps import gap_lines, gap_record, gaps_for
+
+    if args.days <= 0:
+        raise BadInput("--days must be more than 0.")
+    async with Service(_settings(args, existing=False)) as service:
+        gaps, titles = await gaps_for(service, args.scope, args.days)
+    if args.csv:
+        sys.stdout.write(gaps_csv(gaps, titles))
+    elif args.json:
+        print(json.dumps([gap_record(g, titles) for g in gaps], indent=2, ensure_ascii=False))
+    elif not gaps:
+        print(f"No unanswered questions in the last {args.days:g} days{f' in {args.scope}' if args.scope else ''}.")
+    else:
+        print(f"{len(gaps)} thing(s) the documents did not answer in the last {args.days:g} days:")
+        for gap in gaps:
+            print("\n".join(gap_lines(gap, titles)))
     return 0
 
 
@@ -320,8 +353,10 @@ COMMANDS = {  # the subcommands bot/cli_arguments.py defines
     "slack": cmd_slack,
     "discord": cmd_discord,
     "web": cmd_web,
+    "mcp": cmd_mcp,
     "doctor": cmd_doctor,
     "feedback": cmd_feedback,
+    "gaps": cmd_gaps,
     "keys": cmd_keys,
     "eval": cmd_eval,
 }

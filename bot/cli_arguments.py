@@ -1,5 +1,5 @@
 """The `pixelrag` command line's arguments: one subcommand each for index, reindex, remove, repair, migrate,
-ask, status, chat, slack, discord, doctor, feedback and eval (bot/cli.py runs them)."""
+ask, status, chat, slack, discord, web, mcp, doctor, feedback, gaps, keys and eval (bot/cli.py runs them)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def question_commands(sub) -> None:
 
 
 def bot_commands(sub) -> None:
-    """slack, discord, web, doctor, feedback, keys: the bots and what serves them."""
+    """slack, discord, web, mcp, doctor, feedback, gaps, keys: the bots and what serves them."""
     p = sub.add_parser("slack", help="run the Slack bot (Socket Mode unless --http)")
     p.add_argument("--http", action="store_true", help="serve the Events API at /slack/events")
     p.add_argument("--port", type=int, default=3000, help="the Events API's port; it serves /healthz and /readyz too")
@@ -113,6 +113,12 @@ def bot_commands(sub) -> None:
     p.add_argument("--scope", default=SHARED_SCOPE, help="the collection the chat searches: " + SCOPE_HELP)
     common_options(p)
 
+    p = sub.add_parser("mcp", help="serve the documents to a local agent over stdio (MCP: search, ask, list)")
+    p.add_argument("--scope", default=SHARED_SCOPE, help="the collection the agent sees: " + SCOPE_HELP)
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+    p.add_argument("--backend", choices=["local", "gemini"], help="default: gemini when a key is set, else local")
+    jev_option(p)
+
     p = sub.add_parser("doctor", help="check every configured service, token, scope and the index; exit 1 on a failure")
     p.add_argument("--manifest", help="the Slack app manifest the token's scopes must cover (default: manifest.yml)")
     p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
@@ -122,6 +128,13 @@ def bot_commands(sub) -> None:
     p.add_argument("action", choices=["export"])
     p.add_argument("--rating", choices=["bad", "good"], default="bad", help="which ratings (default: bad)")
     p.add_argument("--out", help="JSONL file to write (default: standard output)")
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+
+    p = sub.add_parser("gaps", help="the questions the documents could not answer, grouped (coverage gaps)")
+    p.add_argument("--days", type=float, default=30, help="how far back (default: 30 days)")
+    p.add_argument("--scope", help="one collection's list (a workspace's includes its channels): " + SCOPE_HELP)
+    p.add_argument("--csv", action="store_true", help="print CSV, a row per gap")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
 
     p = sub.add_parser("keys", help="API keys of pixelrag web's HTTP API: add, list, revoke")

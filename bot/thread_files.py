@@ -9,8 +9,14 @@ from core import Settings
 
 
 def sqlite_thread_files(settings: Settings) -> list[Path]:
-    """The Slack and Discord bots' thread-memory files that exist."""
+    """The Slack and Discord bots' and the web chat's thread-memory files that exist."""
     from .discord.settings import threads_db
     from .slack.settings import SlackSettings
 
-    return [f for f in (SlackSettings.parse(settings).threads_db, threads_db(settings)) if f.is_file()]
+    files = (SlackSettings.parse(settings).threads_db, threads_db(settings), web_threads_file(settings))
+    return [f for f in files if f.is_file()]
+
+
+def web_threads_file(settings: Settings) -> Path:
+    """`pixelrag web`'s thread memory, which keeps the HTTP API's keys too."""
+    return settings.index_dir / "web-threads.sqlite"

@@ -10,6 +10,7 @@ from .answering.query_images import attachment_kind, validate_query_image
 from .api_keys import add_key, key_scope, revoke_key
 from .chat.conversation import Conversation, rate_answer
 from .chat.delivery import Delivery
+from .chat.gaps import Gap, coverage_gaps, gaps_csv, page_label
 from .chat.limits import LimitReached
 from .chat.usage import summary as usage_summary
 from .config import Settings, flag, load_settings, number
@@ -38,9 +39,9 @@ from .records import (
     RATINGS,
     SHARED_SCOPE,
     Answer,
-    ApiKey,
     Citation,
     Document,
+    GapQuestion,
     IndexReport,
     PagesFound,
     Progress,
@@ -67,7 +68,6 @@ from .storage import thread_memory
 
 __all__ = [
     "Answer",
-    "ApiKey",
     "BadInput",
     "Busy",
     "Citation",
@@ -79,6 +79,8 @@ __all__ = [
     "FAIL",
     "Finding",
     "Findings",
+    "Gap",
+    "GapQuestion",
     "IndexReport",
     "LimitReached",
     "LinkChanged",
@@ -107,9 +109,11 @@ __all__ = [
     "channel_scope",
     "choose_indexing_place",
     "collection",
+    "coverage_gaps",
     "failure_reason",
     "first_line",
     "flag",
+    "gaps_csv",
     "grouped",
     "hide_credentials",
     "indexing_place",
@@ -124,6 +128,7 @@ __all__ = [
     "migrate_threads",
     "number",
     "own_and_shared",
+    "page_label",
     "plural",
     "rate_answer",
     "revoke_key",

@@ -15,7 +15,20 @@ from typing import Protocol
 
 import numpy as np
 
-from .records import ApiKey, Document, Draft, Exchange, Hit, Page, PageInput, QueryImage, Rated, ReaderPage, Resolution
+from .records import (
+    ApiKey,
+    Document,
+    Draft,
+    Exchange,
+    GapQuestion,
+    Hit,
+    Page,
+    PageInput,
+    QueryImage,
+    Rated,
+    ReaderPage,
+    Resolution,
+)
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
 
@@ -188,6 +201,10 @@ class ThreadMemory(Protocol):
 
     async def ratings(self, rating: str) -> list[Rated]:
         """Every turn whose latest rating by someone is `rating`, oldest first."""
+
+    async def gap_questions(self, since: float) -> list[GapQuestion]:
+        """The turns asked since `since` (unix time) that the documents did not answer: a stated
+        limitation, an abstention, or someone's latest rating bad (which wins); oldest first."""
 
     async def pending_reply(self, key: ThreadKey, question: str) -> tuple[int, object] | None:
         """The stored, unposted reply to the thread's latest turn when it asked `question`."""

@@ -111,9 +111,12 @@ class Exchange:
     interpreted: str = ""
     cited: tuple[tuple[str, int], ...] = ()  # (doc_id, page)
     retrieved: tuple[tuple[str, int], ...] = ()  # (doc_id, page), best first: kept for feedback exports
+    scope: str = ""  # the collection it was asked in
+    gap: str = ""  # why the documents did not answer it (GAP_REASONS), or ""
+    vector: bytes = field(default=b"", repr=False)  # the query's embedding (float16): gaps are grouped by it
 
     @classmethod
-    def of(cls, question: str, answer: Answer) -> Exchange:
+    def of(cls, question: str, answer: Answer, scope: str = "") -> Exchange:
         """A finished turn as history for the next one (a bare screenshot is remembered as such)."""
         return cls(
             question or "(screenshot)",
@@ -121,6 +124,9 @@ class Exchange:
             answer.interpreted_question,
             tuple((c.doc_id, c.page) for c in answer.citations),
             tuple((h.doc_id, h.page) for h in answer.hits),
+            scope,
+            answer.gap,
+            answer.query_vector,
         )
 
 
@@ -151,6 +157,26 @@ class Rated:
 
 
 RATINGS = ("good", "bad")
+
+# Why a question is a coverage gap: what the answer said, or what someone said of it.
+LIMITATION, ABSTENTION, RATED_BAD = "limitation", "abstention", "rated bad"
+GAP_REASONS = (LIMITATION, ABSTENTION, RATED_BAD)
+
+
+@dataclass(frozen=True)
+class GapQuestion:
+    """A question the documents could not answer (core/chat/gaps.py groups them)."""
+
+    turn_id: int
+    scope: str  # the collection it was asked in ("" when asked before pixelrag kept it)
+    platform: str
+    workspace: str
+    question: str
+    interpreted: str
+    reason: str  # one of GAP_REASONS; a rated-bad answer is "rated bad" whatever else it said
+    asked_at: float  # unix time
+    retrieved: tuple[tuple[str, int], ...]  # (doc_id, page), best first
+    vector: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True)
@@ -203,6 +229,17 @@ class Answer:
     backend: str = "local"
     timings: dict[str, float] = field(default_factory=dict)
     selector: Selection | None = None  # None unless the Jev page selector is on
+    query_vector: bytes = field(default=b"", repr=False)  # the query's embedding as float16 (gaps group by it)
+
+    @property
+    def gap(self) -> str:
+        """LIMITATION or ABSTENTION when the documents did not answer, else "" (a clarifying question or a
+        page search is neither)."""
+        if self.clarifying_question or (not self.markdown and self.hits):
+            return ""
+        if not self.citations:
+            return ABSTENTION
+        return LIMITATION if self.limitations else ""
 
     @property
     def topic_label(self) -> str | None:
@@ -216,6 +253,7 @@ class Answer:
     def to_json(self) -> dict:
         """The record as JSON-ready data; images appear by their paths, not their bytes."""
         data = asdict(self)
+        del data["query_vector"]
         for citation in data["citations"]:
             del citation["preview"], citation["crop"]
         return data

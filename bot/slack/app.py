@@ -44,7 +44,7 @@ class SlackBot:
             slack.bot_token, settings.request_timeout_s, settings.max_image_bytes, settings.max_pdf_bytes
         )
         self.agent = AgentView(service)
-        self.home = AppHome(service, slack.command, threads)
+        self.home = AppHome(service, slack, threads)
         indexing = SlackIndexing(service, files, slack.progress_interval_s, on_change=self.home.changed)
         conversation = Conversation(service, threads, settings.history_exchanges)
         self.questions = SlackQuestions(slack, conversation, threads, files, indexing, self.tasks, self.agent)

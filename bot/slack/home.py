@@ -16,9 +16,12 @@ from collections import OrderedDict
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Service, ThreadMemory, tenant, usage_summary, workspace_of
+from core import RemoteError, Service, ThreadMemory, tenant, usage_summary, workspace_of
 
+from ..gaps import DEFAULT_DAYS, gap_lines, gaps_for
 from .home_view import home_view
+from .permissions import may_index
+from .settings import SlackSettings
 
 log = logging.getLogger("pixelrag.slack")
 
@@ -26,9 +29,10 @@ RECENT_VIEWERS = 50  # refreshed per workspace after a change; views.publish is 
 
 
 class AppHome:
-    def __init__(self, service: Service, command: str, threads: ThreadMemory):
+    def __init__(self, service: Service, slack: SlackSettings, threads: ThreadMemory):
         self.service = service
-        self.command = command
+        self.slack = slack
+        self.command = slack.command
         self.threads = threads  # the workspace's usage
         self.viewers: dict[str, OrderedDict[str, None]] = {}  # scope -> users, most recent last
 
@@ -48,18 +52,29 @@ class AppHome:
         await self.publish(client, scope, list(self.viewers.get(scope) or ()))
 
     async def publish(self, client: AsyncWebClient, scope: str, users: list[str]) -> None:
+        """Each user's tab; those who may manage the documents see the coverage gaps too (the questions
+        come from every channel of the workspace, private ones included)."""
         if not users:
             return
-        try:
-            documents = await self.service.documents(scope)
-            indexing = self.service.indexing_now(scope)
-            costs = await usage_summary([self.threads], *tenant(scope))
-            view = home_view(documents, scope, indexing, self.command, costs)
-        except Exception:
-            log.exception("the Home tab for %s could not be built", scope)
-            return
+        views: dict[bool, dict] = {}
         for user in users:
             try:
-                await client.views_publish(user_id=user, view=view)
+                manages = await may_index(client, self.slack, user)
+            except RemoteError:
+                manages = False  # Slack cannot say: the tab without the gaps
+            try:
+                if manages not in views:
+                    views[manages] = await self._view(scope, manages)
+                await client.views_publish(user_id=user, view=views[manages])
             except Exception as exc:
                 log.warning("Home tab not published for %s in %s: %s", user, scope, exc)
+
+    async def _view(self, scope: str, with_gaps: bool) -> dict:
+        documents = await self.service.documents(scope)
+        indexing = self.service.indexing_now(scope)
+        costs = await usage_summary([self.threads], *tenant(scope))
+        gaps = None
+        if with_gaps:
+            found, titles = await gaps_for(self.service, scope, DEFAULT_DAYS, self.threads)
+            gaps = [gap_lines(gap, titles) for gap in found]
+        return home_view(documents, scope, indexing, self.command, costs, gaps)

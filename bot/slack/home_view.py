@@ -15,6 +15,7 @@ from .render import SECTION_LIMIT, escape
 
 MAX_VIEW_BLOCKS = 100
 MAX_LISTED = 40  # per group: a Home tab is a glance, `/pixelrag list` has the rest
+MAX_GAPS = 10  # the most asked: the CSV export has the rest
 TITLE_CHARS = 150
 HEADER_CHARS = 150
 
@@ -73,8 +74,10 @@ def home_view(
     indexing: list[str],
     command: str = "/pixelrag",
     costs: dict[str, str] | None = None,
+    gaps: list[list[str]] | None = None,
 ) -> dict:
-    """The Home tab for a workspace (scope `slack:<team>`), with its usage (usage.summary) when given."""
+    """The Home tab for a workspace (scope `slack:<team>`), with its usage (usage.summary) and its coverage
+    gaps (each as bot/gaps.gap_lines gives it) when given."""
     own, shared = own_and_shared(documents, scope)
     blocks = [
         header("pixelrag: answers from your PDFs"),
@@ -114,6 +117,25 @@ def home_view(
         ),
         context("Adding and removing documents is for workspace admins and the users in SLACK_INDEX_USERS."),
     ]
+    if gaps is not None:
+        blocks += gap_blocks(gaps, scope)
     if costs:
         blocks += [header("Usage"), section("\n".join(f"• *{escape(k)}:* {escape(v)}" for k, v in costs.items()))]
     return {"type": "home", "blocks": blocks[:MAX_VIEW_BLOCKS]}
+
+
+def gap_blocks(gaps: list[list[str]], scope: str) -> list[dict]:
+    """What the documents could not answer: for the people who keep them (admins see it)."""
+    blocks = [{"type": "divider"}, header("Questions the documents could not answer")]
+    if not gaps:
+        return blocks + [section("None in the last 30 days: every question found its answer.")]
+    lines = [escape(gap[0]) + "\n" + "\n".join(f"_{escape(line.strip())}_" for line in gap[1:]) for gap in gaps]
+    blocks += packed([f"• {line}" for line in lines[:MAX_GAPS]])
+    more = f"…and {len(gaps) - MAX_GAPS} more. " if len(gaps) > MAX_GAPS else ""
+    blocks.append(
+        context(
+            f"{more}Last 30 days, from every channel of this workspace, the most asked first; shown to admins "
+            f"only. `pixelrag gaps --scope {scope} --csv` exports them."
+        )
+    )
+    return blocks

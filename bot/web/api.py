@@ -29,9 +29,11 @@ from core import (
     QueryImage,
     Service,
     ThreadMemory,
+    gaps_csv,
     key_scope,
 )
 
+from ..gaps import DEFAULT_DAYS, gap_record, gaps_for
 from .chat import ID, MAX_QUESTION
 from .compat import Compat
 from .for_agents import MAX_TOP, ForAgents, decoded_image
@@ -48,6 +50,7 @@ class Api:
         app.router.add_get("/api/documents", self._keyed(self.documents))
         app.router.add_post("/api/search", self._keyed(self.search))
         app.router.add_post("/api/ask", self._keyed(self.ask))
+        app.router.add_get("/api/gaps", self._keyed(self.gaps))
         Compat(self.agents).add_routes(app, self._keyed)
 
     def _keyed(self, handler, field: str = "error"):
@@ -81,6 +84,24 @@ class Api:
 
     async def documents(self, request: web.Request, name: str, scope: str) -> web.Response:
         return web.json_response(await self.agents.documents(scope))
+
+    async def gaps(self, request: web.Request, name: str, scope: str) -> web.Response:
+        """The coverage gaps of the key's collection (a workspace key: its channels' too); ?days=30,
+        ?format=csv."""
+        try:
+            days = float(request.query.get("days", DEFAULT_DAYS))
+        except ValueError:
+            days = 0
+        if not 0 < days <= 3660:
+            raise BadInput('"days" must be a number of days, more than 0.')
+        gaps, titles = await gaps_for(self.service, scope, days, self.threads)
+        if request.query.get("format") == "csv":
+            return web.Response(
+                text=gaps_csv(gaps, titles),
+                content_type="text/csv",
+                headers={"Content-Disposition": 'attachment; filename="pixelrag-gaps.csv"'},
+            )
+        return web.json_response({"collection": scope, "days": days, "gaps": [gap_record(g, titles) for g in gaps]})
 
     async def search(self, request: web.Request, name: str, scope: str) -> web.Response:
         asked = await _body(request, self.service.settings.max_image_bytes)

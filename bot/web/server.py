@@ -1,7 +1,7 @@
 """`pixelrag web`: the browser chat at /, the page viewer its citations open, the HTTP API for agents
-(/api/, api.py), and /healthz, /readyz, /metrics; bound to 127.0.0.1 unless told otherwise (docs/web.md
-says how to open it wider behind the team's sign-in proxy). The chat searches one collection: the shared
-one unless --scope names another; an API key names its own."""
+(/api/, api.py) and their MCP server (/mcp, mcp.py), and /healthz, /readyz, /metrics; bound to 127.0.0.1
+unless told otherwise (docs/web.md says how to open it wider behind the team's sign-in proxy). The chat
+searches one collection: the shared one unless --scope names another; an API key names its own."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from aiohttp import web
 from core import SHARED_SCOPE, Service, Settings, ThreadMemory, thread_memory
 
 from ..health import add_routes
+from ..thread_files import web_threads_file
 from .api import Api
 from .chat import MAX_IMAGES, WebChat
+from .mcp import McpOverHttp
 from .pages import STATIC, chat_page
 from .viewer import CSP, add_viewer, html
 
@@ -27,7 +29,7 @@ CHAT_CSP = CSP.replace("img-src 'self'", "img-src 'self' data: blob:") + "; scri
 
 def web_threads(settings: Settings) -> ThreadMemory:
     """The web chat's thread memory, which keeps the API's keys too: a file beside the index, or the database."""
-    return thread_memory(settings, settings.index_dir / "web-threads.sqlite")
+    return thread_memory(settings, web_threads_file(settings))
 
 
 def web_app(service: Service, threads: ThreadMemory | None = None, scope: str = SHARED_SCOPE) -> web.Application:
@@ -65,6 +67,7 @@ def web_app(service: Service, threads: ThreadMemory | None = None, scope: str = 
     app.router.add_get("/", home)
     app.router.add_post("/chat/ask", ask)
     Api(service, threads).add_routes(app)
+    McpOverHttp(service, threads).add_routes(app)
     app.router.add_get("/static/chat.js", static("chat.js", "text/javascript"))
     app.router.add_get("/static/chat.css", static("chat.css", "text/css"))
     return app

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
+
 from .. import deadline
 from ..backends.base import Backend
 from ..config import Settings
@@ -86,6 +88,7 @@ class Retrieved:
     hits: list[Hit]
     pages: list[ReaderPage] | None
     query_text: str
+    vector: np.ndarray
 
 
 class Answerer:
@@ -138,6 +141,7 @@ class Answerer:
             )
         backend.check_index(search.built_with)
         found = await self._retrieve(run, backend, search, interpreted, images, top)
+        answer = partial(answer, query_vector=np.asarray(found.vector, dtype=np.float16).tobytes())
         if retrieve_only and not self.jev.enabled:  # the ranking alone: no page needs reading
             return answer(interpreted, "", hits=tuple(found.hits), notes=notes)
 
@@ -213,7 +217,7 @@ class Answerer:
                     pages.insert(0, pages.pop(shown))
                 hits, pages = hits[:pool], pages[:pool]
             detail.text = f"{len(hits)} page{'s' if len(hits) != 1 else ''} found"
-        return Retrieved(hits, pages, query_text)
+        return Retrieved(hits, pages, query_text, vector)
 
     async def _select(
         self, run: Stages, search: PageSearch, interpreted: str, images: Sequence[QueryImage], found: Retrieved

@@ -75,7 +75,7 @@ class Conversation:
             if retrieve_only:
                 options |= {"retrieve_only": True, "top": top}
             answer = await self.service.answer(turn, **options)
-        turn_id = await self.threads.add(key, Exchange.of(turn.question, answer)) if key is not None else None
+        turn_id = await self.threads.add(key, Exchange.of(turn.question, answer, scope)) if key is not None else None
         rendered = render(answer, turn_id)
         keep = False
         if keep_reply and turn_id is not None:

@@ -26,7 +26,7 @@ from ..chat.limits import KEEP_QUESTIONS_S
 from ..chat.usage import day_of
 from ..errors import IndexProblem
 from ..ports import ThreadKey
-from ..records import ApiKey, Exchange, Rated
+from ..records import RATED_BAD, ApiKey, Exchange, GapQuestion, Rated
 
 # Each entry upgrades the schema by one version (PRAGMA user_version); databases of any earlier
 # version are brought up to date when opened.
@@ -73,6 +73,14 @@ MIGRATIONS = (
     """
     CREATE TABLE IF NOT EXISTS api_keys (name TEXT PRIMARY KEY, scope TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
         created REAL NOT NULL, revoked REAL);
+    """,
+    # What coverage gaps are made of (core/chat/gaps.py): where each question was asked, why the documents
+    # did not answer it, its query's embedding.
+    """
+    ALTER TABLE turns ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+    ALTER TABLE turns ADD COLUMN gap TEXT NOT NULL DEFAULT '';
+    ALTER TABLE turns ADD COLUMN vector BLOB;
+    CREATE INDEX IF NOT EXISTS turns_created ON turns(created);
     """,
 )
 
@@ -138,7 +146,7 @@ class EmbeddedThreads:
         db = await self._conn()
         cursor = await db.execute(
             "INSERT INTO turns (platform, workspace, channel, thread, question, interpreted, answer, cited, retrieved,"
-            " created, pending_reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " created, pending_reply, scope, gap, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 *key,
                 exchange.question,
@@ -148,6 +156,9 @@ class EmbeddedThreads:
                 json.dumps(exchange.retrieved),
                 time.time(),
                 None if pending_reply is None else json.dumps(pending_reply),
+                exchange.scope,
+                exchange.gap,
+                exchange.vector or None,
             ),
         )
         await db.commit()
@@ -184,6 +195,20 @@ class EmbeddedThreads:
         ) as cursor:
             rows = await cursor.fetchall()
         return [Rated(r[0], r[1], r[2], r[3], r[4], r[5], _pages(r[6]), _pages(r[7]), r[8], r[9]) for r in rows]
+
+    async def gap_questions(self, since: float) -> list[GapQuestion]:
+        """Questions asked since `since` whose answer stated a limitation or abstained, or that someone last
+        rated bad; oldest first."""
+        db = await self._conn()
+        async with db.execute(
+            "SELECT t.id, t.scope, t.platform, t.workspace, t.question, t.interpreted,"
+            " CASE WHEN EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = t.id AND f.rating = 'bad') THEN ?"
+            " ELSE t.gap END, t.created, t.retrieved, t.vector FROM turns t WHERE t.created >= ? AND (t.gap != ''"
+            " OR EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = t.id AND f.rating = 'bad')) ORDER BY t.id",
+            (RATED_BAD, since),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [GapQuestion(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _pages(r[8]), r[9] or b"") for r in rows]
 
     async def delivered(self, turn_id: int) -> None:
         db = await self._conn()

@@ -129,6 +129,14 @@ MIGRATIONS = (
     CREATE TABLE pixelrag_api_keys (name TEXT PRIMARY KEY, scope TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
         created DOUBLE PRECISION NOT NULL, revoked DOUBLE PRECISION);
     """,
+    # What coverage gaps are made of (core/chat/gaps.py): where each question was asked, why the documents
+    # did not answer it, its query's embedding.
+    """
+    ALTER TABLE pixelrag_turns ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pixelrag_turns ADD COLUMN gap TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pixelrag_turns ADD COLUMN vector BYTEA;
+    CREATE INDEX pixelrag_turns_created ON pixelrag_turns (created);
+    """,
 )
 
 

@@ -55,8 +55,8 @@ async def migrate_index(settings: Settings, url: str) -> IndexReport:
 
 
 async def migrate_threads(paths: Sequence[Path], url: str) -> int:
-    """Copy the turns and ratings of these SQLite thread stores, and what workspaces chose (where chat
-    indexing goes; a choice already in the database stays); the number of turns copied."""
+    """Copy the turns and ratings of these SQLite thread stores, what workspaces chose (where chat indexing
+    goes; a choice already in the database stays) and the HTTP API's keys; the number of turns copied."""
     pool = await open_pool(url)
     copied = 0
     try:
@@ -65,10 +65,11 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
             with sqlite3.connect(path) as db:
                 turns = db.execute(
                     "SELECT id, platform, workspace, channel, thread, question, interpreted, answer, "
-                    "cited, retrieved, pending_reply, created FROM turns ORDER BY id"
+                    "cited, retrieved, pending_reply, created, scope, gap, vector FROM turns ORDER BY id"
                 ).fetchall()
                 ratings = db.execute("SELECT turn_id, user, rating, created FROM feedback").fetchall()
                 choices = db.execute("SELECT platform, workspace, name, value FROM choices").fetchall()
+                keys = db.execute("SELECT name, scope, digest, created, revoked FROM api_keys").fetchall()
             async with pool.connection() as conn:
                 async with conn.transaction():
                     await unbounded(conn)
@@ -76,14 +77,13 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
                     for t in turns:
                         row = await (
                             await conn.execute(
-                                "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, "
-                                "interpreted,"
-                                " answer, cited, retrieved, pending_reply, created) SELECT %s, %s, %s, %s, %s, %s, %s,"
-                                " %s::jsonb, %s::jsonb, %s::jsonb, to_timestamp(%s) WHERE NOT EXISTS (SELECT 1 FROM"
-                                " pixelrag_turns WHERE platform = %s AND workspace = %s AND channel = %s AND thread "
-                                "= %s"
-                                " AND question = %s AND created = to_timestamp(%s)) RETURNING id",
-                                (*t[1:9], t[9], t[10], t[11], *t[1:6], t[11]),
+                                "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question,"
+                                " interpreted, answer, cited, retrieved, pending_reply, created, scope, gap, vector)"
+                                " SELECT %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, to_timestamp(%s),"
+                                " %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM pixelrag_turns WHERE platform = %s AND"
+                                " workspace = %s AND channel = %s AND thread = %s AND question = %s"
+                                " AND created = to_timestamp(%s)) RETURNING id",
+                                (*t[1:12], t[12], t[13], t[14], *t[1:6], t[11]),
                             )
                         ).fetchone()
                         if row:
@@ -98,6 +98,10 @@ async def migrate_threads(paths: Sequence[Path], url: str) -> int:
                     for choice in choices:
                         await conn.execute(
                             "INSERT INTO pixelrag_choices VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", choice
+                        )
+                    for key in keys:  # a name already in the database keeps its key there
+                        await conn.execute(
+                            "INSERT INTO pixelrag_api_keys VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", key
                         )
             copied += len(new_ids)
     finally:

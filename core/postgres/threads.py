@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from ..chat.limits import KEEP_QUESTIONS_S
 from ..chat.usage import day_of
 from ..ports import ThreadKey
-from ..records import ApiKey, Exchange, Rated
+from ..records import RATED_BAD, ApiKey, Exchange, GapQuestion, Rated
 from .database import connected, open_pool, retrying
 
 KEEP_EVENTS = "7 days"  # platforms redeliver within minutes
@@ -71,7 +71,8 @@ class PostgresThreads:
 
         [(turn_id,)] = await self._run(
             "INSERT INTO pixelrag_turns (platform, workspace, channel, thread, question, interpreted, answer, cited,"
-            " retrieved, pending_reply) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            " retrieved, pending_reply, scope, gap, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " RETURNING id",
             (
                 *key,
                 exchange.question,
@@ -80,6 +81,9 @@ class PostgresThreads:
                 Jsonb(list(exchange.cited)),
                 Jsonb(list(exchange.retrieved)),
                 None if pending_reply is None else Jsonb(pending_reply),
+                exchange.scope,
+                exchange.gap,
+                exchange.vector or None,
             ),
         )
         return turn_id
@@ -108,6 +112,22 @@ class PostgresThreads:
         return [
             Rated(
                 r[0], r[1], r[2], r[3], r[4], r[5], tuple(map(tuple, r[6])), tuple(map(tuple, r[7])), r[8], float(r[9])
+            )
+            for r in rows
+        ]
+
+    async def gap_questions(self, since: float) -> list[GapQuestion]:
+        rows = await self._run(
+            "SELECT t.id, t.scope, t.platform, t.workspace, t.question, t.interpreted, CASE WHEN EXISTS (SELECT 1"
+            " FROM pixelrag_feedback f WHERE f.turn_id = t.id AND f.rating = 'bad') THEN %s ELSE t.gap END,"
+            " extract(epoch FROM t.created), t.retrieved, t.vector FROM pixelrag_turns t"
+            " WHERE t.created >= to_timestamp(%s) AND (t.gap != '' OR EXISTS (SELECT 1 FROM pixelrag_feedback f"
+            " WHERE f.turn_id = t.id AND f.rating = 'bad')) ORDER BY t.id",
+            (RATED_BAD, since),
+        )
+        return [
+            GapQuestion(
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), tuple(map(tuple, r[8])), bytes(r[9] or b"")
             )
             for r in rows
         ]

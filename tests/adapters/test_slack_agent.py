@@ -140,6 +140,21 @@ async def test_home_tab_lists_the_workspace_and_shared_documents_and_how_to_add_
     assert not slack.fake.calls_to("assistant.threads.setSuggestedPrompts")  # the Home tab is not the agent view
 
 
+async def test_home_tab_shows_admins_what_the_documents_could_not_answer(slack: Harness):
+    for question in ("What does the X200 cost? <!here>", "How much does the X200 cost?"):
+        await slack.mention(question)
+        await slack.bot.drain()
+    await slack.mention("What does the X200 cost?", team="T2")  # another workspace's question
+    await slack.bot.drain()
+    await open_tab(slack, "home", user="UADMIN")
+    await open_tab(slack, "home", user="U1")
+    admin = home_text(slack.fake, "UADMIN")
+    gaps = admin[admin.index("Questions the documents could not answer") :]
+    assert gaps.count("2× How much does the X200 cost?") == 1 and "1×" not in gaps  # grouped, T2's left out
+    assert "limitation" in gaps and "x200-datasheet" in gaps.lower() and "pixelrag gaps --scope slack:T1" in gaps
+    assert "could not answer" not in home_text(slack.fake, "U1")  # not an admin: not shown
+
+
 async def test_home_tab_is_refreshed_when_an_indexing_job_in_its_workspace_ends(slack: Harness):
     await open_tab(slack, "home", user="U1")
     await open_tab(slack, "home", user="U9", team="T2")

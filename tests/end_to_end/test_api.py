@@ -5,86 +5,14 @@ key, never shows a document outside the key's collection, and gives the same pag
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import aiohttp
-import pytest
 from PIL import Image
 
-from tests.conftest import ROOT, closed_port, text_pdf
-
-QUESTION = "What is the mounting hole spacing of the HydroFlow HF-300?"
-CHANNEL = "slack:T1/C9"
-PER_HOUR = 5  # each key's questions an hour, as a person's in chat
-
-
-def pixelrag(index: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *argv, "--index", str(index)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=index.parent,
-        timeout=240,
-    )
-
-
-@pytest.fixture
-async def api(tmp_path, brochure_index):
-    """The brochure in the shared collection and a channel's own note; `pixelrag web` serving them."""
-    index = tmp_path / "index"
-    shutil.copytree(brochure_index, index)
-    note = text_pdf(tmp_path / "hr-note.pdf", ["HR note: the Z9 blender in the break room holds 1.5 litres."])
-    from core import Service, Settings
-
-    async with Service(Settings(index_dir=index, backend="local")) as service:
-        await service.index_bytes(note.read_bytes(), "hr-note.pdf", scope=CHANNEL)
-    keys = {}
-    for name, scope in (("everyone", "shared"), ("hr", CHANNEL), ("gone", "shared")):
-        made = pixelrag(index, "keys", "add", name, "--scope", scope)
-        assert made.returncode == 0, made.stderr
-        keys[name] = made.stdout.strip().splitlines()[-1]
-    assert pixelrag(index, "keys", "revoke", "gone").returncode == 0
-    port = closed_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "PIXELRAG_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env["PIXELRAG_USER_QUESTIONS_PER_HOUR"] = str(PER_HOUR)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "web", "--index", str(index), "--port", str(port),
-        cwd=tmp_path, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with aiohttp.ClientSession() as session:
-            for _ in range(600):
-                try:
-                    async with session.get(f"{base}/readyz") as response:
-                        if response.status == 200:
-                            break
-                except aiohttp.ClientConnectionError:
-                    pass
-                await asyncio.sleep(0.1)
-            else:
-                raise AssertionError("pixelrag web did not become ready")
-            yield base, session, keys, index
-    finally:
-        process.terminate()
-        _, stderr = await process.communicate()
-        assert b"Traceback" not in stderr, stderr.decode()
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}
+from tests.end_to_end.web_process import CHANNEL, PER_HOUR, QUESTION, bearer, pixelrag
 
 
 async def test_a_key_is_required_and_a_revoked_one_refused(api):

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT
-from tests.end_to_end.test_api import QUESTION, api, bearer, pixelrag  # noqa: F401 (api: the fixture)
+from tests.end_to_end.web_process import QUESTION, bearer, pixelrag
 
 CLIENTS_PYTHON = ROOT / ".venv-clients" / "bin" / "python"
 
@@ -61,7 +61,7 @@ def langchain_client(base: str, key: str, question: str, n_docs: int = 3) -> dic
     return json.loads(run.stdout)
 
 
-async def test_the_official_clients_search_finds_what_pixelrag_ask_finds(api):  # noqa: F811
+async def test_the_official_clients_search_finds_what_pixelrag_ask_finds(api):
     base, session, keys, index = api
     cli = json.loads(pixelrag(index, "ask", QUESTION, "--retrieve-only", "--json").stdout)
     seen = langchain_client(base, keys["everyone"], QUESTION, n_docs=3)
@@ -77,7 +77,7 @@ async def test_the_official_clients_search_finds_what_pixelrag_ask_finds(api):  
     assert seen["status"]["total_vectors"] == 4 and seen["status"]["collection"] == "shared"
 
 
-async def test_the_official_clients_see_only_their_keys_collection(api):  # noqa: F811
+async def test_the_official_clients_see_only_their_keys_collection(api):
     base, session, keys, _ = api
     question = "How many litres does the Z9 blender hold?"
     shared = langchain_client(base, keys["everyone"], question, n_docs=10)
@@ -95,7 +95,7 @@ async def test_the_official_clients_see_only_their_keys_collection(api):  # noqa
         assert refused["refused"] == 401 and "pixelrag keys add" in json.loads(refused["body"])["detail"]
 
 
-async def test_requests_outside_the_schema_are_refused_with_a_detail(api):  # noqa: F811
+async def test_requests_outside_the_schema_are_refused_with_a_detail(api):
     base, session, keys, _ = api
     for body, words in (
         ({}, '"queries"'),

@@ -300,9 +300,9 @@ async def _close(service: Service) -> None:
 async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
     brochure_index, database_url, tmp_path, monkeypatch, local
 ):
-    from core import EmbeddedThreads, migrate_index, migrate_threads
+    from core import EmbeddedThreads, add_key, key_scope, migrate_index, migrate_threads
     from core.postgres.threads import PostgresThreads
-    from core.records import Exchange
+    from core.records import LIMITATION, Exchange
 
     folder = Service(Settings(index_dir=brochure_index, backend="local"), backend=local)
     threads_file = tmp_path / "slack-threads.sqlite"
@@ -310,7 +310,12 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
     key = ("slack", "T1", "C1", "1700000000.000100")
     turn = await memory.add(key, Exchange(QUESTIONS[0], "It is 148 mm.", QUESTIONS[0], (("d", 2),)))
     assert await memory.rate(turn, "U1", "bad")
+    vector = bytes(range(16))
+    other_thread = (*key[:3], "1700000000.000200")
+    gap = Exchange("Price?", "No price.", "Price?", (), (("d", 1),), "slack:T1/C1", LIMITATION, vector)
+    await memory.add(other_thread, gap)
     await memory.choose("slack", "T1", "indexing", "channel")
+    api_key = await add_key(memory, "agent", "slack:T1")
     await memory.close()
 
     async def never(pages, done):
@@ -338,6 +343,12 @@ async def test_migrate_copies_an_index_and_thread_memory_without_embedding(
             rated = await shared.ratings("bad")
             assert [(r.question, r.user) for r in rated] == [(QUESTIONS[0], "U1")]
             assert await shared.choice("slack", "T1", "indexing") == "channel"
+            gaps = await shared.gap_questions(0)
+            assert [(g.question, g.scope, g.reason, g.vector) for g in gaps] == [
+                (QUESTIONS[0], "", "rated bad", b""),
+                ("Price?", "slack:T1/C1", LIMITATION, vector),
+            ]
+            assert await key_scope(shared, f"Bearer {api_key}") == ("agent", "slack:T1")
         finally:
             await shared.close()
     finally:

@@ -8,6 +8,7 @@ import asyncio
 import sqlite3
 import time
 
+import numpy as np
 import pytest
 
 from core import EmbeddedThreads, Settings, thread_memory
@@ -113,6 +114,36 @@ async def test_api_keys_are_kept_hashed_open_their_collection_and_stay_revoked(m
         await revoke_key(memory, "agent")
     with pytest.raises(BadInput, match="exists"):
         await add_key(memory, "agent", "shared")  # a revoked name is not handed out again
+
+
+async def test_gap_questions_are_the_unanswered_and_the_rated_bad(memory):
+    from core.records import ABSTENTION, LIMITATION, RATED_BAD
+
+    vector = np.arange(8, dtype=np.float16).tobytes()
+
+    def exchange(question, gap=""):
+        return Exchange(question, "answer", question, (), (("d1", 2), ("d1", 1)), "slack:T1/C1", gap, vector)
+
+    before = time.time() - 1
+    answered = await memory.add(KEY, exchange("Width?"))
+    limited = await memory.add(KEY, exchange("Price?", LIMITATION))
+    await memory.add(KEY, exchange("Colour?", ABSTENTION))
+    disliked = await memory.add(KEY, exchange("Weight?"))
+    liked = await memory.add(KEY, exchange("Height?"))
+    assert await memory.rate(disliked, "U1", "bad") and await memory.rate(liked, "U1", "good")
+    assert await memory.rate(limited, "U2", "bad")  # a 👎 says more than the answer did
+    assert await memory.rate(answered, "U1", "bad") and await memory.rate(answered, "U1", "good")  # changed mind
+    gaps = await memory.gap_questions(before)
+    assert [(g.question, g.reason) for g in gaps] == [
+        ("Price?", RATED_BAD),
+        ("Colour?", ABSTENTION),
+        ("Weight?", RATED_BAD),
+    ]
+    first = gaps[0]
+    assert (first.scope, first.platform, first.workspace) == ("slack:T1/C1", *KEY[:2])
+    assert first.retrieved == (("d1", 2), ("d1", 1)) and first.vector == vector
+    assert before <= first.asked_at <= time.time()
+    assert await memory.gap_questions(time.time() + 60) == []  # only those asked since
 
 
 # ----- SQLite ------------------------------------------------------------------------------------------
