@@ -53,7 +53,19 @@ def document_commands(sub) -> None:
     p.add_argument("sources", nargs="+", metavar="FILE_FOLDER_OR_URL")
     p.add_argument("--recursive", "-r", action="store_true", help="a folder's subfolders too")
     p.add_argument("--title", action="append", help="title for the PDF in the same position (repeatable)")
+    p.add_argument(
+        "--detach", action="store_true", help="only queue a job per PDF for `pixelrag worker`s; print their ids"
+    )
     common_options(p)
+
+    p = sub.add_parser("worker", help="work on queued indexing jobs until stopped (several may run, anywhere)")
+    p.add_argument("--name", help="how status names this worker (default: host:pid:random)")
+    common_options(p)
+
+    p = sub.add_parser("jobs", help="the indexing jobs queued, running and lately ended, and the workers alive")
+    p.add_argument("--hours", type=float, default=24, help="ended jobs of the last HOURS (default: 24)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
 
     p = sub.add_parser("reindex", help="fetch the shared collection's documents again; embed only changed pages")
     p.add_argument("document", nargs="?", help="title, file name or id (default: all)")

@@ -27,7 +27,8 @@ from .errors import (
     megabytes,
     plural,
 )
-from .indexing.sources import hide_credentials, looks_like_pdf
+from .indexing.sources import hide_credentials, is_url, looks_like_pdf
+from .indexing.worker import Worker, new_jobs
 from .links import LinkRefused
 from .markup import literal
 from .metrics import watch_loop_lag
@@ -64,7 +65,7 @@ from .scopes import (
     workspace_of,
 )
 from .service import Service
-from .storage import thread_memory
+from .storage import job_queue, thread_memory
 
 __all__ = [
     "Answer",
@@ -104,6 +105,7 @@ __all__ = [
     "ThreadKey",
     "ThreadMemory",
     "Turn",
+    "Worker",
     "add_key",
     "attachment_kind",
     "channel_scope",
@@ -118,6 +120,8 @@ __all__ = [
     "hide_credentials",
     "indexing_place",
     "indexing_scope",
+    "is_url",
+    "job_queue",
     "key_scope",
     "kind_of",
     "literal",
@@ -126,6 +130,7 @@ __all__ = [
     "megabytes",
     "migrate_index",
     "migrate_threads",
+    "new_jobs",
     "number",
     "own_and_shared",
     "page_label",

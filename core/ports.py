@@ -22,6 +22,7 @@ from .records import (
     Exchange,
     GapQuestion,
     Hit,
+    Job,
     Page,
     PageInput,
     QueryImage,
@@ -257,3 +258,36 @@ class ThreadMemory(Protocol):
 
     async def revoke_key(self, name: str, at: float) -> bool:
         """Revoke the key named `name`; False when there is no such unrevoked key."""
+
+
+class JobQueue(Protocol):
+    """Indexing jobs, kept where the index is (a SQLite file beside the folder, or the database), so that
+    any process reaching it may work on them: queued -> running (held by a worker under a lease it
+    renews) -> done or failed. A job whose lease runs out (its worker died) is queued work again."""
+
+    async def open(self) -> JobQueue: ...
+
+    async def close(self) -> None: ...
+
+    async def add(self, jobs: Sequence[Job]) -> None:
+        """Queue the jobs (their ids made by the caller)."""
+
+    async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
+        """The oldest queued job (of `batch`, when given), or a running one whose lease ran out, now held
+        by `worker` until `lease_s` from now; None when there is none. Two workers never get the same job
+        while its lease holds."""
+
+    async def renew(self, job_id: str, worker: str, lease_s: float, progress: dict) -> bool:
+        """Extend `worker`'s lease and note its progress; False when the job is no longer its own."""
+
+    async def finish(self, job_id: str, worker: str, state: str, outcome: str) -> bool:
+        """Mark the job done or failed with what came of it; False when it is no longer `worker`'s."""
+
+    async def jobs(self, batch: str | None = None, since: float = 0.0) -> list[Job]:
+        """The jobs (of `batch`; created or finished since `since`, or unfinished), oldest first."""
+
+    async def beat(self, worker: str, now: float) -> None:
+        """`worker` is alive (status lists the workers seen lately)."""
+
+    async def workers(self, since: float) -> list[tuple[str, float]]:
+        """(worker, last seen) of the workers alive since `since`."""

@@ -130,6 +130,28 @@ class Exchange:
         )
 
 
+JOB_STATES = ("queued", "running", "done", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One document to index, kept in the job queue (core/ports.JobQueue) until a worker has done it."""
+
+    id: str
+    source: str  # a path or an http(s) address
+    scope: str  # the collection it joins
+    title: str | None = None
+    batch: str = ""  # the request it belongs to: one command's, one chat message's
+    state: str = "queued"  # JOB_STATES
+    worker: str = ""  # who holds it (running) or last held it
+    lease_until: float = 0.0  # unix time: a running job whose lease has passed is taken again
+    attempts: int = 0  # how often it was taken
+    created: float = 0.0
+    finished: float = 0.0
+    progress: dict = field(default_factory=dict)  # {"stage", "done", "total"} as the worker last said
+    outcome: str = ""  # done: what was indexed; failed: why
+
+
 @dataclass(frozen=True)
 class ApiKey:
     """A key of the HTTP API as kept: its name, its collection, when made and revoked (never the key)."""

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from .config import Settings
 from .embedded.index_folder import IndexFolder
+from .embedded.jobs import EmbeddedJobs
 from .embedded.pages import EmbeddedPages
 from .embedded.threads import EmbeddedThreads
-from .ports import PageStore, ThreadMemory
+from .ports import JobQueue, PageStore, ThreadMemory
 
 
 def thread_memory(settings: Settings, sqlite_path: Path) -> ThreadMemory:
@@ -29,3 +30,12 @@ def page_store(settings: Settings) -> PageStore:
 
         return PostgresPages(settings.database_url)
     return EmbeddedPages(IndexFolder(settings.index_dir))
+
+
+def job_queue(settings: Settings) -> JobQueue:
+    """The indexing jobs, where the index is: a SQLite file beside the folder, or the database."""
+    if settings.database_url:
+        from .postgres.jobs import PostgresJobs
+
+        return PostgresJobs(settings.database_url)
+    return EmbeddedJobs(settings.index_dir / "jobs.sqlite")

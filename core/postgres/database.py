@@ -137,6 +137,19 @@ MIGRATIONS = (
     ALTER TABLE pixelrag_turns ADD COLUMN vector BYTEA;
     CREATE INDEX pixelrag_turns_created ON pixelrag_turns (created);
     """,
+    # Indexing jobs and the workers that take them (core/postgres/jobs.py).
+    """
+    CREATE TABLE pixelrag_index_jobs (
+        id TEXT PRIMARY KEY, source TEXT NOT NULL, scope TEXT NOT NULL, title TEXT, batch TEXT NOT NULL,
+        state TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+        attempts INTEGER NOT NULL DEFAULT 0, created DOUBLE PRECISION NOT NULL,
+        finished DOUBLE PRECISION NOT NULL DEFAULT 0, progress JSONB NOT NULL DEFAULT '{}',
+        outcome TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX pixelrag_index_jobs_waiting ON pixelrag_index_jobs (state, created);
+    CREATE INDEX pixelrag_index_jobs_batch ON pixelrag_index_jobs (batch);
+    CREATE TABLE pixelrag_index_workers (worker TEXT PRIMARY KEY, seen DOUBLE PRECISION NOT NULL);
+    """,
 )
 
 

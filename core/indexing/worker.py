@@ -1,0 +1,118 @@
+"""Working on indexing jobs (core/ports.JobQueue): take one, hold it under a lease renewed while it runs
+(with its progress, so that any process can show it), index its document, and say how it ended.
+
+A worker killed mid-job stops renewing: its lease runs out and another worker takes the job again. That
+is safe: a build publishes a whole snapshot or nothing, and a document already published by the killed
+worker is "up to date" for the next one (found by its content), so nothing is lost or indexed twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+
+from ..errors import PixelragError
+from ..ports import JobQueue
+from ..records import IndexReport, Job, Progress
+
+log = logging.getLogger("pixelrag.worker")
+
+POLL_S = 1.0  # how often an idle worker looks for work
+
+IndexJob = Callable[[Job, Callable[[Progress], None]], Awaitable[IndexReport]]
+
+
+def new_jobs(sources: Sequence[str], scope: str, titles: Sequence[str | None] = ()) -> tuple[str, list[Job]]:
+    """(batch id, one job per source) for one request."""
+    batch = uuid.uuid4().hex[:12]
+    now = time.time()
+    jobs = [
+        Job(
+            id=f"{batch}-{i + 1}",
+            source=source,
+            scope=scope,
+            title=titles[i] if i < len(titles) else None,
+            batch=batch,
+            created=now,
+        )
+        for i, source in enumerate(sources)
+    ]
+    return batch, jobs
+
+
+def worker_name() -> str:
+    """host:pid:random — unique, and saying where the worker runs."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(self, queue: JobQueue, index: IndexJob, name: str | None = None, lease_s: float = 60.0):
+        self.queue, self.index = queue, index
+        self.name = name or worker_name()
+        self.lease_s = lease_s
+
+    async def work(self, stop: asyncio.Event | None = None, batch: str | None = None) -> int:
+        """Take and do jobs until `stop` is set (with `batch`: only that batch's, and only while there
+        are some to take); the number done."""
+        done = 0
+        while stop is None or not stop.is_set():
+            await self.queue.beat(self.name, time.time())
+            job = await self.queue.take(self.name, self.lease_s, batch)
+            if job is None:
+                if batch is not None:
+                    return done
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait() if stop else asyncio.sleep(POLL_S), POLL_S)
+                continue
+            await self.do(job)
+            done += 1
+        return done
+
+    async def do(self, job: Job) -> tuple[str, str]:
+        """Index the job's document, renewing the lease meanwhile; (state, outcome) as recorded."""
+        latest: dict = {}
+
+        def heard(progress: Progress) -> None:
+            latest.update(stage=progress.stage, done=progress.done, total=progress.total)
+
+        async def renewing() -> None:
+            while True:
+                await asyncio.sleep(self.lease_s / 4)
+                if not await self.queue.renew(job.id, self.name, self.lease_s, dict(latest)):
+                    log.warning("job %s was taken by another worker (this one was too slow to renew)", job.id)
+                await self.queue.beat(self.name, time.time())
+
+        log.info("job %s: indexing %s into %s (attempt %d)", job.id, job.source, job.scope, job.attempts)
+        renewal = asyncio.create_task(renewing())
+        try:
+            report = await self.index(job, heard)
+            state, outcome = "done", summary(report)
+        except PixelragError as exc:
+            state, outcome = "failed", str(exc)
+        except Exception as exc:
+            log.exception("job %s failed", job.id)
+            state, outcome = "failed", f"Something went wrong ({type(exc).__name__}); it was logged."
+        finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
+        if not await self.queue.finish(job.id, self.name, state, outcome):
+            log.warning("job %s ended (%s) after another worker took it over", job.id, state)
+        log.info("job %s %s: %s", job.id, state, outcome)
+        return state, outcome
+
+
+def summary(report: IndexReport) -> str:
+    """What a done job made, in a line."""
+    if report.skipped:
+        return "; ".join(report.skipped)
+    if report.unchanged and not report.documents:
+        return "up to date: " + ", ".join(d.title for d in report.unchanged)
+    made = ", ".join(f"{d.title} ({d.page_count} pages, id {d.doc_id})" for d in report.documents)
+    return f"indexed {made}: {report.pages_embedded} pages embedded, {report.pages_reused} reused"
