@@ -35,12 +35,12 @@ def environment(**extra: str) -> dict[str, str]:
     return env | {"PYTHONPATH": str(ROOT)} | extra
 
 
-def pixelrag(index: Path, *argv: str) -> subprocess.CompletedProcess:
+def pixelrag(index: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", *argv, "--index", str(index)],
         capture_output=True,
         text=True,
-        env=environment(),
+        env=environment(**(env or {})),
         cwd=index.parent,
         timeout=240,
     )
