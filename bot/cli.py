@@ -10,38 +10,21 @@ from dataclasses import asdict
 from pathlib import Path
 
 from core import (
-    SHARED_SCOPE,
     BadInput,
     PixelragError,
     Service,
     Settings,
     Turn,
-    hide_credentials,
     load_settings,
     thread_memory,
     usage_summary,
 )
 
 from .cli_arguments import build_parser
+from .cli_jobs import cmd_jobs, cmd_sources, cmd_worker, queue_index
+from .cli_settings import settings_of as _settings
 from .logs import configure as configure_logs
 from .terminal import ProgressBar, exit_code, print_answer, print_report, printable, read_image, save_images
-
-
-def _settings(args, existing: bool = True) -> Settings:
-    """The settings, with the command line's choices. `existing`: an index folder named on purpose (by
-    --index or PIXELRAG_INDEX_DIR) must exist, so that a misspelt one is not taken for an empty index."""
-    # Read once by main(), which set up logging from them; read here when called on its own.
-    settings = getattr(args, "environment", None) or load_settings(extra_prefixes=("SLACK_", "DISCORD_"))
-    if getattr(args, "index", None):
-        settings = settings.with_(index_dir=Path(args.index))
-    named = settings.index_dir != Settings().index_dir  # not the default ./index, which a new install lacks
-    if existing and named and not settings.database_url and not settings.index_dir.exists():
-        raise BadInput(f"{settings.index_dir}: no such index folder (`pixelrag index` creates one).")
-    if getattr(args, "backend", None):
-        settings = settings.with_(backend=args.backend)
-    if getattr(args, "jev", None) is not None:  # --jev / --no-jev win over PIXELRAG_JEV
-        settings = settings.with_(jev="rerank" if args.jev else "off")
-    return settings
 
 
 def pdf_sources(sources: list[str], recursive: bool, titled: bool) -> list[str]:
@@ -80,80 +63,6 @@ async def cmd_index(args) -> int:
         report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
-
-
-async def queue_index(settings, sources: list[str], titles, as_json: bool) -> int:
-    """`index --detach`: a job per PDF for the workers; paths made absolute, as a worker may run elsewhere."""
-    from core import is_url, job_queue, new_jobs
-
-    located = [s if is_url(s) else str(Path(s).resolve()) for s in sources]
-    batch, jobs = new_jobs(located, SHARED_SCOPE, titles)
-    queue = await job_queue(settings).open()
-    try:
-        await queue.add(jobs)
-    finally:
-        await queue.close()
-    if as_json:
-        print(json.dumps({"batch": batch, "jobs": [{"id": j.id, "source": j.source} for j in jobs]}, indent=2))
-    else:
-        print("\n".join(f"queued: {j.id} {printable(hide_credentials(j.source))}" for j in jobs))
-        print(f"{len(jobs)} job(s) queued; `pixelrag worker` does them, `pixelrag jobs` shows them.")
-    return 0
-
-
-async def cmd_worker(args) -> int:
-    """Jobs until SIGTERM or Ctrl-C, which let the current job finish first."""
-    import signal
-
-    from core import Worker, job_queue
-
-    settings = _settings(args, existing=False)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    queue = await job_queue(settings).open()
-    try:
-        async with Service(settings) as service:
-
-            async def index(job, heard):
-                titles = [job.title] if job.title else []
-                return await service.index([job.source], titles=titles, scope=job.scope, progress=heard)
-
-            worker = Worker(queue, index, name=args.name, lease_s=settings.job_lease_s)
-            print(f"pixelrag worker {worker.name}: taking jobs (Ctrl-C stops after the current one)", file=sys.stderr)
-            done = await worker.work(stop)
-    finally:
-        await queue.close()
-    print(f"pixelrag worker {worker.name}: stopped after {done} job(s)", file=sys.stderr)
-    return 0
-
-
-async def cmd_jobs(args) -> int:
-    import time
-
-    from core import job_queue
-
-    queue = await job_queue(_settings(args, existing=False)).open()
-    try:
-        now = time.time()
-        jobs = await queue.jobs(since=now - args.hours * 3600)
-        workers = await queue.workers(now - 120)
-    finally:
-        await queue.close()
-    if args.json:
-        print(json.dumps({"jobs": [asdict(j) for j in jobs], "workers": [w for w, _ in workers]}, indent=2))
-        return 0
-    for j in jobs:
-        step = j.progress
-        doing = (
-            f" — {step.get('stage')} {step.get('done')}/{step.get('total')}" if j.state == "running" and step else ""
-        )
-        held = f" by {j.worker}" if j.state == "running" else ""
-        ended = f": {j.outcome}" if j.outcome else ""
-        print(printable(f"{j.id}\t{j.state}{held}{doing}\t{hide_credentials(j.source)}{ended}"))
-    print(f"{len(jobs)} job(s); workers alive: {', '.join(w for w, _ in workers) or 'none'}")
-    return 0
 
 
 async def cmd_reindex(args) -> int:
@@ -432,6 +341,7 @@ COMMANDS = {  # the subcommands bot/cli_arguments.py defines
     "discord": cmd_discord,
     "web": cmd_web,
     "worker": cmd_worker,
+    "sources": cmd_sources,
     "jobs": cmd_jobs,
     "mcp": cmd_mcp,
     "doctor": cmd_doctor,

@@ -62,6 +62,16 @@ def document_commands(sub) -> None:
     p.add_argument("--name", help="how status names this worker (default: host:pid:random)")
     common_options(p)
 
+    p = sub.add_parser("sources", help="folders and addresses kept current: add, list, check, remove")
+    p.add_argument("action", choices=["add", "list", "check", "remove"])
+    p.add_argument("location", nargs="?", help="add: a folder or a PDF's address; check, remove: a source's id")
+    p.add_argument("--every", default="1h", help="add: how often it is checked (30m, 1h, 1d; default 1h)")
+    p.add_argument("--recursive", "-r", action="store_true", help="add: a folder's subfolders too")
+    p.add_argument("--scope", default=SHARED_SCOPE, help="add: the collection it keeps current: " + SCOPE_HELP)
+    p.add_argument("--yes", action="store_true", help="remove: without asking")
+    p.add_argument("--json", action="store_true", help="list: machine-readable JSON")
+    p.add_argument("--index", help="index directory (default: $PIXELRAG_INDEX_DIR or ./index)")
+
     p = sub.add_parser("jobs", help="the indexing jobs queued, running and lately ended, and the workers alive")
     p.add_argument("--hours", type=float, default=24, help="ended jobs of the last HOURS (default: 24)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")

@@ -28,7 +28,8 @@ from .errors import (
     plural,
 )
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
-from .indexing.worker import Worker, new_jobs
+from .indexing.watching import new_source, schedule_seconds, watched_named
+from .indexing.worker import Worker, job_runner, new_jobs
 from .links import LinkRefused
 from .markup import literal
 from .metrics import watch_loop_lag
@@ -122,6 +123,7 @@ __all__ = [
     "indexing_scope",
     "is_url",
     "job_queue",
+    "job_runner",
     "key_scope",
     "kind_of",
     "literal",
@@ -131,16 +133,19 @@ __all__ = [
     "migrate_index",
     "migrate_threads",
     "new_jobs",
+    "new_source",
     "number",
     "own_and_shared",
     "page_label",
     "plural",
     "rate_answer",
     "revoke_key",
+    "schedule_seconds",
     "tenant",
     "thread_memory",
     "usage_summary",
     "validate_query_image",
     "watch_loop_lag",
+    "watched_named",
     "workspace_of",
 ]

@@ -29,6 +29,7 @@ from .records import (
     Rated,
     ReaderPage,
     Resolution,
+    WatchedSource,
 )
 
 ThreadKey = tuple[str, str, str, str]  # (platform, workspace, channel, thread)
@@ -261,9 +262,10 @@ class ThreadMemory(Protocol):
 
 
 class JobQueue(Protocol):
-    """Indexing jobs, kept where the index is (a SQLite file beside the folder, or the database), so that
-    any process reaching it may work on them: queued -> running (held by a worker under a lease it
-    renews) -> done or failed. A job whose lease runs out (its worker died) is queued work again."""
+    """Indexing jobs and the watched sources that make them, kept where the index is (a SQLite file
+    beside the folder, or the database), so that any process reaching it may work on them: queued ->
+    running (held by a worker under a lease it renews) -> done or failed. A job whose lease runs out
+    (its worker died) is queued work again."""
 
     async def open(self) -> JobQueue: ...
 
@@ -291,3 +293,16 @@ class JobQueue(Protocol):
 
     async def workers(self, since: float) -> list[tuple[str, float]]:
         """(worker, last seen) of the workers alive since `since`."""
+
+    async def add_source(self, source: WatchedSource) -> bool:
+        """Keep `source` current; False when the same location is watched in that collection already."""
+
+    async def sources(self) -> list[WatchedSource]: ...
+
+    async def checked(self, source_id: str, fields: dict) -> None:
+        """Record what a check found: WatchedSource's fields by name."""
+
+    async def remove_source(self, source_id: str) -> bool: ...
+
+    async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
+        """The sources whose check is due, each held `hold_s` ahead so that no other process takes it too."""

@@ -138,9 +138,10 @@ class Job:
     """One document to index, kept in the job queue (core/ports.JobQueue) until a worker has done it."""
 
     id: str
-    source: str  # a path or an http(s) address
+    source: str  # index: a path or an http(s) address; check: the watched source's id
     scope: str  # the collection it joins
     title: str | None = None
+    kind: str = "index"  # "index" one document, "check" a watched source (core/indexing/watching.py)
     batch: str = ""  # the request it belongs to: one command's, one chat message's
     state: str = "queued"  # JOB_STATES
     worker: str = ""  # who holds it (running) or last held it
@@ -150,6 +151,25 @@ class Job:
     finished: float = 0.0
     progress: dict = field(default_factory=dict)  # {"stage", "done", "total"} as the worker last said
     outcome: str = ""  # done: what was indexed; failed: why
+
+
+@dataclass(frozen=True)
+class WatchedSource:
+    """A folder or an address kept current in a collection: checked on its schedule, new and changed
+    PDFs indexed, gone ones removed; a failing one keeps its last good documents."""
+
+    id: str
+    location: str  # an absolute folder path, or an http(s) address of a PDF
+    scope: str
+    every_s: float  # how often it is checked
+    recursive: bool = False  # a folder's subfolders too
+    created: float = 0.0
+    next_check: float = 0.0  # unix time; a due source gets a check job
+    checked: float = 0.0  # when the last check ended
+    result: str = ""  # what the last check found, or why it failed
+    failing_since: float = 0.0  # 0 while it succeeds
+    failures: int = 0  # checks failed in a row (the retry waits double each time)
+    seen: dict = field(default_factory=dict)  # folder: {path: [size, mtime_ns]}; address: its validators
 
 
 @dataclass(frozen=True)

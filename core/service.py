@@ -19,6 +19,7 @@ from .config import Settings
 from .diagnosis import Check, Finding, gemini_findings, index_findings, run_checks, typesafe_findings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
+from .indexing.sources import Source
 from .links import Links
 from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
 from .page_viewer import PageView, PageViewer
@@ -123,8 +124,12 @@ class Service:
         titles: Sequence[str | None] = (),
         scope: str = SHARED_SCOPE,
         progress: ProgressFn | None = None,
+        operator: bool = False,
     ) -> IndexReport:
-        return await self._counted(scope, self.indexer.index(sources, titles=titles, scope=scope, progress=progress))
+        """`operator`: paths may join a chat's collection (a watched folder); a chat names URLs only."""
+        return await self._counted(
+            scope, self.indexer.index(sources, titles=titles, scope=scope, progress=progress, operator=operator)
+        )
 
     async def index_bytes(
         self, data: bytes, name: str, *, scope: str, title: str | None = None, progress: ProgressFn | None = None
@@ -132,6 +137,9 @@ class Service:
         return await self._counted(
             scope, self.indexer.index_bytes(data, name, scope=scope, title=title, progress=progress)
         )
+
+    async def index_fetched(self, source: Source, scope: str, progress: ProgressFn | None = None) -> IndexReport:
+        return await self._counted(scope, self.indexer.index_fetched(source, scope, progress))
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         return await self._counted(scope, self.indexer.reindex(scope, document, progress))

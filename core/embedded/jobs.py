@@ -15,20 +15,31 @@ from pathlib import Path
 import aiosqlite
 
 from ..errors import IndexProblem
-from ..records import Job
+from ..records import Job, WatchedSource
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, source TEXT NOT NULL, scope TEXT NOT NULL, title TEXT, batch TEXT NOT NULL,
     state TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', lease_until REAL NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0,
-    progress TEXT NOT NULL DEFAULT '{}', outcome TEXT NOT NULL DEFAULT ''
+    progress TEXT NOT NULL DEFAULT '{}', outcome TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL DEFAULT 'index'
 );
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (state, created);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch);
 CREATE TABLE IF NOT EXISTS workers (worker TEXT PRIMARY KEY, seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    id TEXT PRIMARY KEY, location TEXT NOT NULL, scope TEXT NOT NULL, every_s REAL NOT NULL,
+    recursive INTEGER NOT NULL, created REAL NOT NULL, next_check REAL NOT NULL, checked REAL NOT NULL DEFAULT 0,
+    result TEXT NOT NULL DEFAULT '', failing_since REAL NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
+    seen TEXT NOT NULL DEFAULT '{}', UNIQUE (location, scope)
+);
 """
-COLUMNS = "id, source, scope, title, batch, state, worker, lease_until, attempts, created, finished, progress, outcome"
+SOURCE_COLUMNS = (
+    "id, location, scope, every_s, recursive, created, next_check, checked, result, failing_since, failures, seen"
+)
+COLUMNS = (
+    "id, source, scope, title, kind, batch, state, worker, lease_until, attempts, created, finished, progress, outcome"
+)
 
 
 class EmbeddedJobs:
@@ -66,8 +77,8 @@ class EmbeddedJobs:
         db = await self._conn()
         now = time.time()
         await db.executemany(
-            f"INSERT INTO jobs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, 0, '{{}}', '')",
-            [(j.id, j.source, j.scope, j.title, j.batch, j.created or now) for j in jobs],
+            f"INSERT INTO jobs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, 0, '{{}}', '')",
+            [(j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now) for j in jobs],
         )
 
     async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
@@ -89,7 +100,7 @@ class EmbeddedJobs:
             if row is None:
                 await db.execute("COMMIT")
                 return None
-            job = _job(row)
+            job = job_of_row(row)
             await db.execute(
                 "UPDATE jobs SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?",
                 (worker, now + lease_s, job.id),
@@ -124,7 +135,7 @@ class EmbeddedJobs:
         if batch is not None:
             where, params = where + " AND batch = ?", params + [batch]
         async with db.execute(f"SELECT {COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", params) as cursor:
-            return [_job(row) for row in await cursor.fetchall()]
+            return [job_of_row(row) for row in await cursor.fetchall()]
 
     async def beat(self, worker: str, now: float) -> None:
         db = await self._conn()
@@ -137,20 +148,81 @@ class EmbeddedJobs:
         async with db.execute("SELECT worker, seen FROM workers WHERE seen >= ? ORDER BY worker", (since,)) as cursor:
             return [(w, s) for w, s in await cursor.fetchall()]
 
+    # --- watched sources ----------------------------------------------------------------------------
+    async def add_source(self, source: WatchedSource) -> bool:
+        db = await self._conn()
+        cursor = await db.execute(
+            f"INSERT OR IGNORE INTO sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', 0, 0, '{{}}')",
+            (source.id, source.location, source.scope, source.every_s, int(source.recursive), source.created,
+             source.next_check),
+        )  # fmt: skip
+        return cursor.rowcount == 1
 
-def _job(row) -> Job:
+    async def sources(self) -> list[WatchedSource]:
+        db = await self._conn()
+        async with db.execute(f"SELECT {SOURCE_COLUMNS} FROM sources ORDER BY created, id") as cursor:
+            return [source_of_row(row) for row in await cursor.fetchall()]
+
+    async def checked(self, source_id: str, fields: dict) -> None:
+        db = await self._conn()
+        values = {k: json.dumps(v) if k == "seen" else v for k, v in fields.items()}
+        sets = ", ".join(f"{name} = ?" for name in values)
+        await db.execute(f"UPDATE sources SET {sets} WHERE id = ?", (*values.values(), source_id))
+
+    async def remove_source(self, source_id: str) -> bool:
+        db = await self._conn()
+        return (await db.execute("DELETE FROM sources WHERE id = ?", (source_id,))).rowcount == 1
+
+    async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
+        """The sources due for a check, each moved `hold_s` ahead so that no other process queues it too."""
+        db = await self._conn()
+        async with self._taking:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                async with db.execute(
+                    f"SELECT {SOURCE_COLUMNS} FROM sources WHERE next_check <= ? ORDER BY next_check", (now,)
+                ) as cursor:
+                    rows = await cursor.fetchall()
+                await db.execute("UPDATE sources SET next_check = ? WHERE next_check <= ?", (now + hold_s, now))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return [source_of_row(row) for row in rows]
+
+
+def job_of_row(row) -> Job:
+    """A job from its row (both stores' rows: PostgreSQL's JSON arrives decoded)."""
     return Job(
         id=row[0],
         source=row[1],
         scope=row[2],
         title=row[3],
-        batch=row[4],
-        state=row[5],
-        worker=row[6],
-        lease_until=row[7],
-        attempts=row[8],
-        created=row[9],
-        finished=row[10],
-        progress=json.loads(row[11]),
-        outcome=row[12],
+        kind=row[4],
+        batch=row[5],
+        state=row[6],
+        worker=row[7],
+        lease_until=float(row[8]),
+        attempts=row[9],
+        created=float(row[10]),
+        finished=float(row[11]),
+        progress=json.loads(row[12]) if isinstance(row[12], str) else dict(row[12]),
+        outcome=row[13],
+    )
+
+
+def source_of_row(row) -> WatchedSource:
+    return WatchedSource(
+        id=row[0],
+        location=row[1],
+        scope=row[2],
+        every_s=row[3],
+        recursive=bool(row[4]),
+        created=row[5],
+        next_check=row[6],
+        checked=row[7],
+        result=row[8],
+        failing_since=row[9],
+        failures=row[10],
+        seen=json.loads(row[11]) if isinstance(row[11], str) else dict(row[11]),
     )

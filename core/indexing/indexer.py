@@ -52,8 +52,10 @@ class Indexer:
         titles: Sequence[str | None] = (),
         scope: str = SHARED_SCOPE,
         progress: ProgressFn | None = None,
+        operator: bool = False,
     ) -> IndexReport:
-        """Index PDFs given as paths or URLs into one new snapshot."""
+        """Index PDFs given as paths or URLs into one new snapshot. Paths only for the shared collection,
+        unless `operator` (a folder the operator watches for a chat's collection): a chat names URLs."""
         if len(titles) > len(sources):
             raise BadInput(
                 f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
@@ -62,14 +64,19 @@ class Indexer:
         # What is asked for stays claimed until this build is over: the same address sent twice at once is
         # downloaded and built once, and the second request is told so.
         with _claimed(self._requested, {(scope, hide_credentials(item)) for item in sources}):
-            return await self._index(sources, titles, scope, progress)
+            return await self._index(sources, titles, scope, progress, operator)
 
     async def _index(
-        self, sources: Sequence[str], titles: Sequence[str | None], scope: str, progress: ProgressFn | None
+        self,
+        sources: Sequence[str],
+        titles: Sequence[str | None],
+        scope: str,
+        progress: ProgressFn | None,
+        operator: bool,
     ) -> IndexReport:
         loaded, refused = [], []
         for i, item in enumerate(sources):
-            if scope != SHARED_SCOPE and not is_url(item):
+            if scope != SHARED_SCOPE and not operator and not is_url(item):
                 # A chat user names a URL; a path would read a file of the machine the bot runs on.
                 refused.append(f"{hide_credentials(item)}: only http and https URLs can be indexed from a chat.")
                 continue
@@ -94,6 +101,10 @@ class Indexer:
                 f"{name}: {len(data) / 1e6:.0f} MB is over the {self.settings.max_pdf_bytes / 1e6:.0f} MB limit."
             )
         return await self._build([(Source(data, name, f"attachment:{name}"), title, scope)], progress, [])
+
+    async def index_fetched(self, source: Source, scope: str, progress: ProgressFn | None = None) -> IndexReport:
+        """Index a PDF already read from where it came from (a watched address's new version)."""
+        return await self._build([(source, None, scope)], progress, [])
 
     async def reindex(self, scope: str, document: str | None = None, progress: ProgressFn | None = None) -> IndexReport:
         """Fetch the documents again from where they came from (the stored copy if that fails); each

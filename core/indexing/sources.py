@@ -167,23 +167,42 @@ async def download(url: str, settings: Settings) -> Source:
     """Stream a PDF from a URL with a size cap and one deadline for all of it (a server that trickles
     its headers or stalls after them included: per-read timeouts never fire while bytes keep coming);
     the type and the %PDF magic are checked, and every redirect hop is checked like the first URL."""
+    source, _ = await download_if_changed(url, settings, {})
+    assert source is not None  # nothing was asked conditionally
+    return source
+
+
+async def download_if_changed(url: str, settings: Settings, known: dict[str, str]) -> tuple[Source | None, dict]:
+    """As download(), asking the server only for a changed PDF when `known` holds the validators of the
+    last download ({"etag", "last_modified"}): (None, known) when it answers 304 Not Modified, else
+    (the PDF, its validators)."""
     received = [0]  # bytes so far, for the message when the deadline passes
     shown = hide_credentials(url)
+    conditions = {}
+    if known.get("etag"):
+        conditions["If-None-Match"] = known["etag"]
+    if known.get("last_modified"):
+        conditions["If-Modified-Since"] = known["last_modified"]
     try:
         async with asyncio.timeout(settings.download_timeout_s):
-            data = await _fetch(url, settings, received)
+            data, validators = await _fetch(url, settings, received, conditions)
     except TimeoutError:
         raise BadInput(
             f"{shown}: the download took longer than {settings.download_timeout_s:g} s "
             f"({megabytes(received[0])} so far); the server is too slow."
         ) from None
+    if data is None:
+        return None, known
     if not data.startswith(PDF_MAGIC):
         raise BadInput(f"{shown}: the download is not a PDF (it does not start with %PDF).")
     # The file name is the path's last part: never the host or the user and password before it.
-    return Source(data, urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or "document.pdf", url)
+    return Source(data, urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or "document.pdf", url), validators
 
 
-async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
+async def _fetch(
+    url: str, settings: Settings, received: list[int], conditions: dict[str, str]
+) -> tuple[bytes | None, dict[str, str]]:
+    """(the body, or None for 304 Not Modified; the response's validators: etag, last_modified)."""
     limit, shown = megabytes(settings.max_pdf_bytes), hide_credentials(url)
     chunks: list[bytes] = []
     async with httpx.AsyncClient(timeout=settings.request_timeout_s) as client:
@@ -192,10 +211,18 @@ async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
             for _ in range(6):  # follow redirects by hand so every hop is checked
                 address = await asyncio.to_thread(check_public_url, current, settings)
                 target, headers, extensions = pinned(current, address)
-                async with client.stream("GET", target, headers=headers, extensions=extensions) as response:
+                async with client.stream(
+                    "GET", target, headers=headers | conditions, extensions=extensions
+                ) as response:
                     if response.is_redirect and response.headers.get("location"):
                         current = str(httpx.URL(current).join(response.headers["location"]))
                         continue
+                    validators = {
+                        "etag": response.headers.get("etag", ""),
+                        "last_modified": response.headers.get("last-modified", ""),
+                    }
+                    if response.status_code == 304 and conditions:
+                        return None, validators
                     if response.status_code != 200:
                         raise BadInput(f"{shown}: the server answered HTTP {response.status_code}.")
                     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -209,7 +236,7 @@ async def _fetch(url: str, settings: Settings, received: list[int]) -> bytes:
                         if received[0] > settings.max_pdf_bytes:
                             raise BadInput(f"{shown}: the download passed the {limit} limit.")
                         chunks.append(chunk)
-                    return b"".join(chunks)
+                    return b"".join(chunks), validators
             raise BadInput(f"{shown}: too many redirects.")
         except httpx.HTTPError as exc:
             raise BadInput(f"{shown}: could not download it ({type(exc).__name__}).") from exc

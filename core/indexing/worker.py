@@ -16,19 +16,25 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import PixelragError
 from ..ports import JobQueue
 from ..records import IndexReport, Job, Progress
 
+if TYPE_CHECKING:
+    from ..service import Service
+
 log = logging.getLogger("pixelrag.worker")
 
 POLL_S = 1.0  # how often an idle worker looks for work
 
-IndexJob = Callable[[Job, Callable[[Progress], None]], Awaitable[IndexReport]]
+RunJob = Callable[[Job, Callable[[Progress], None]], Awaitable[str]]  # the job's outcome line
 
 
-def new_jobs(sources: Sequence[str], scope: str, titles: Sequence[str | None] = ()) -> tuple[str, list[Job]]:
+def new_jobs(
+    sources: Sequence[str], scope: str, titles: Sequence[str | None] = (), kind: str = "index"
+) -> tuple[str, list[Job]]:
     """(batch id, one job per source) for one request."""
     batch = uuid.uuid4().hex[:12]
     now = time.time()
@@ -38,6 +44,7 @@ def new_jobs(sources: Sequence[str], scope: str, titles: Sequence[str | None] = 
             source=source,
             scope=scope,
             title=titles[i] if i < len(titles) else None,
+            kind=kind,
             batch=batch,
             created=now,
         )
@@ -52,8 +59,8 @@ def worker_name() -> str:
 
 
 class Worker:
-    def __init__(self, queue: JobQueue, index: IndexJob, name: str | None = None, lease_s: float = 60.0):
-        self.queue, self.index = queue, index
+    def __init__(self, queue: JobQueue, run: RunJob, name: str | None = None, lease_s: float = 60.0):
+        self.queue, self.run = queue, run
         self.name = name or worker_name()
         self.lease_s = lease_s
 
@@ -63,6 +70,8 @@ class Worker:
         done = 0
         while stop is None or not stop.is_set():
             await self.queue.beat(self.name, time.time())
+            if batch is None:
+                await self.schedule()
             job = await self.queue.take(self.name, self.lease_s, batch)
             if job is None:
                 if batch is not None:
@@ -73,6 +82,12 @@ class Worker:
             await self.do(job)
             done += 1
         return done
+
+    async def schedule(self) -> None:
+        """A check job for each watched source that is due (held until its check sets the next one)."""
+        for source in await self.queue.due(time.time(), source_hold_s(self.lease_s)):
+            _, jobs = new_jobs([source.id], source.scope, kind="check")
+            await self.queue.add(jobs)
 
     async def do(self, job: Job) -> tuple[str, str]:
         """Index the job's document, renewing the lease meanwhile; (state, outcome) as recorded."""
@@ -91,8 +106,7 @@ class Worker:
         log.info("job %s: indexing %s into %s (attempt %d)", job.id, job.source, job.scope, job.attempts)
         renewal = asyncio.create_task(renewing())
         try:
-            report = await self.index(job, heard)
-            state, outcome = "done", summary(report)
+            state, outcome = "done", await self.run(job, heard)
         except PixelragError as exc:
             state, outcome = "failed", str(exc)
         except Exception as exc:
@@ -106,6 +120,25 @@ class Worker:
             log.warning("job %s ended (%s) after another worker took it over", job.id, state)
         log.info("job %s %s: %s", job.id, state, outcome)
         return state, outcome
+
+
+def source_hold_s(lease_s: float) -> float:
+    """How long a due source waits for its queued check before it is due again: long enough for the
+    check to be taken and done (its job's lease included), so that a lost one is not waited on forever."""
+    return 4 * lease_s + 600
+
+
+def job_runner(service: Service, queue: JobQueue) -> RunJob:
+    """What a worker does with each kind of job, with `service`'s index."""
+    from .watching import check
+
+    async def run(job: Job, heard: Callable[[Progress], None]) -> str:
+        if job.kind == "check":
+            return await check(service, queue, job.source, heard)
+        titles = [job.title] if job.title else []
+        return summary(await service.index([job.source], titles=titles, scope=job.scope, progress=heard))
+
+    return run
 
 
 def summary(report: IndexReport) -> str:

@@ -144,11 +144,18 @@ MIGRATIONS = (
         state TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
         attempts INTEGER NOT NULL DEFAULT 0, created DOUBLE PRECISION NOT NULL,
         finished DOUBLE PRECISION NOT NULL DEFAULT 0, progress JSONB NOT NULL DEFAULT '{}',
-        outcome TEXT NOT NULL DEFAULT ''
+        outcome TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL DEFAULT 'index'
     );
     CREATE INDEX pixelrag_index_jobs_waiting ON pixelrag_index_jobs (state, created);
     CREATE INDEX pixelrag_index_jobs_batch ON pixelrag_index_jobs (batch);
     CREATE TABLE pixelrag_index_workers (worker TEXT PRIMARY KEY, seen DOUBLE PRECISION NOT NULL);
+    CREATE TABLE pixelrag_watched (
+        id TEXT PRIMARY KEY, location TEXT NOT NULL, scope TEXT NOT NULL, every_s DOUBLE PRECISION NOT NULL,
+        recursive BOOLEAN NOT NULL, created DOUBLE PRECISION NOT NULL, next_check DOUBLE PRECISION NOT NULL,
+        checked DOUBLE PRECISION NOT NULL DEFAULT 0, result TEXT NOT NULL DEFAULT '',
+        failing_since DOUBLE PRECISION NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
+        seen JSONB NOT NULL DEFAULT '{}', UNIQUE (location, scope)
+    );
     """,
 )
 

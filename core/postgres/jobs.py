@@ -8,10 +8,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ..records import Job
+from ..embedded.jobs import COLUMNS, SOURCE_COLUMNS, job_of_row, source_of_row
+from ..records import Job, WatchedSource
 from .database import connected, open_pool, retrying
-
-COLUMNS = "id, source, scope, title, batch, state, worker, lease_until, attempts, created, finished, progress, outcome"
 
 
 class PostgresJobs:
@@ -50,9 +49,9 @@ class PostgresJobs:
             async with conn.transaction():
                 for j in jobs:
                     await conn.execute(
-                        f"INSERT INTO pixelrag_index_jobs ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, 'queued', '', 0,"
-                        " 0, %s, 0, %s, '')",
-                        (j.id, j.source, j.scope, j.title, j.batch, j.created or now, Jsonb({})),
+                        f"INSERT INTO pixelrag_index_jobs ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, 'queued', '',"
+                        " 0, 0, %s, 0, %s, '')",
+                        (j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now, Jsonb({})),
                     )
 
     async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
@@ -64,7 +63,7 @@ class PostgresJobs:
             f" lease_until < %s)) {mine} ORDER BY created, id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING {COLUMNS}",
             (worker, now + lease_s, now, batch) if batch is not None else (worker, now + lease_s, now),
         )
-        return _job(rows[0]) if rows else None
+        return job_of_row(rows[0]) if rows else None
 
     async def renew(self, job_id: str, worker: str, lease_s: float, progress: dict) -> bool:
         from psycopg.types.json import Jsonb
@@ -90,7 +89,7 @@ class PostgresJobs:
         if batch is not None:
             where, params = where + " AND batch = %s", params + [batch]
         rows = await self._run(f"SELECT {COLUMNS} FROM pixelrag_index_jobs WHERE {where} ORDER BY created, id", params)
-        return [_job(row) for row in rows]
+        return [job_of_row(row) for row in rows]
 
     async def beat(self, worker: str, now: float) -> None:
         await self._run(
@@ -99,6 +98,38 @@ class PostgresJobs:
             (worker, now),
         )
 
+    # --- watched sources ----------------------------------------------------------------------------
+    async def add_source(self, source: WatchedSource) -> bool:
+        count = await self._run(
+            f"INSERT INTO pixelrag_watched ({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, 0, '', 0, 0, '{{}}')"
+            " ON CONFLICT DO NOTHING",
+            (source.id, source.location, source.scope, source.every_s, source.recursive, source.created,
+             source.next_check),
+        )  # fmt: skip
+        return count == 1
+
+    async def sources(self) -> list[WatchedSource]:
+        rows = await self._run(f"SELECT {SOURCE_COLUMNS} FROM pixelrag_watched ORDER BY created, id")
+        return [source_of_row(row) for row in rows]
+
+    async def checked(self, source_id: str, fields: dict) -> None:
+        from psycopg.types.json import Jsonb
+
+        values = {k: Jsonb(v) if k == "seen" else v for k, v in fields.items()}
+        sets = ", ".join(f"{name} = %s" for name in values)
+        await self._run(f"UPDATE pixelrag_watched SET {sets} WHERE id = %s", (*values.values(), source_id))
+
+    async def remove_source(self, source_id: str) -> bool:
+        return await self._run("DELETE FROM pixelrag_watched WHERE id = %s", (source_id,)) == 1
+
+    async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
+        rows = await self._run(
+            f"UPDATE pixelrag_watched w SET next_check = %s FROM (SELECT id FROM pixelrag_watched WHERE next_check"
+            f" <= %s FOR UPDATE SKIP LOCKED) due WHERE w.id = due.id RETURNING {_prefixed(SOURCE_COLUMNS)}",
+            (now + hold_s, now),
+        )
+        return [source_of_row(row) for row in rows]
+
     async def workers(self, since: float) -> list[tuple[str, float]]:
         rows = await self._run(
             "SELECT worker, seen FROM pixelrag_index_workers WHERE seen >= %s ORDER BY worker", (since,)
@@ -106,19 +137,5 @@ class PostgresJobs:
         return [(w, float(s)) for w, s in rows]
 
 
-def _job(row) -> Job:
-    return Job(
-        id=row[0],
-        source=row[1],
-        scope=row[2],
-        title=row[3],
-        batch=row[4],
-        state=row[5],
-        worker=row[6],
-        lease_until=float(row[7]),
-        attempts=row[8],
-        created=float(row[9]),
-        finished=float(row[10]),
-        progress=dict(row[11]),
-        outcome=row[12],
-    )
+def _prefixed(columns: str) -> str:
+    return ", ".join(f"w.{c.strip()}" for c in columns.split(","))
