@@ -59,6 +59,7 @@ class Settings:
     public_url: str | None = None  # where the page viewer is reached; None: citations carry no links
     link_secret: str | None = None  # signs the links; None: one generated once and kept by the store
     link_days: int = 90  # how long a link opens its page
+    workers: int = 1  # indexing workers a chat process runs beside its bot (0: dedicated `pixelrag worker`s do it)
     job_lease_s: float = 60.0  # a killed worker's job is taken again after this (renewed every quarter of it)
     extra: dict[str, str] = field(default_factory=dict)  # adapters' own variables (see load_settings)
 
@@ -119,6 +120,7 @@ def load_settings(
         public_url=public_url(values.get("PIXELRAG_PUBLIC_URL")),
         link_secret=link_secret(values.get("PIXELRAG_LINK_SECRET")),
         link_days=num("PIXELRAG_LINK_DAYS", base.link_days, 1, 3650),
+        workers=num("PIXELRAG_WORKERS", base.workers, 0, 1),
         job_lease_s=num("PIXELRAG_JOB_LEASE_S", base.job_lease_s, 2, 3600, float),
         extra={k: v for k, v in values.items() if extra_prefixes and k.startswith(extra_prefixes)},
     )

@@ -13,6 +13,7 @@ from discord.ext import commands
 from core import BadInput, Service, Settings, ThreadMemory, failure_reason, thread_memory
 
 from ..health import Check, serve_health
+from ..job_worker import background_worker
 from .cogs import DocumentsCog, QuestionsCog
 from .commands import DiscordCommands
 from .feedback import FeedbackButton
@@ -99,18 +100,19 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
 
     probes = await serve_health(health_port, service, connected) if health_port else None
     try:
-        wait = LOGIN_RETRY_FIRST_S
-        while True:
-            clients[:] = [build_client(service, threads, settings, options)]
-            try:
-                async with clients[0]:
-                    await clients[0].start(options.token)  # discord.py reconnects by itself once logged in
-                return
-            except (OSError, TimeoutError, aiohttp.ClientError, discord.DiscordServerError) as exc:
-                # Discord unreachable or failing as the bot starts: said, and tried again until it answers.
-                log.warning("Discord cannot be reached (%s); trying again in %.0f s", failure_reason(exc), wait)
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, LOGIN_RETRY_MAX_S)
+        async with background_worker(settings, service):
+            wait = LOGIN_RETRY_FIRST_S
+            while True:
+                clients[:] = [build_client(service, threads, settings, options)]
+                try:
+                    async with clients[0]:
+                        await clients[0].start(options.token)  # discord.py reconnects by itself once logged in
+                    return
+                except (OSError, TimeoutError, aiohttp.ClientError, discord.DiscordServerError) as exc:
+                    # Discord unreachable or failing as the bot starts: said, and tried again until it answers.
+                    log.warning("Discord cannot be reached (%s); trying again in %.0f s", failure_reason(exc), wait)
+                    await asyncio.sleep(wait)
+                    wait = min(wait * 2, LOGIN_RETRY_MAX_S)
     except discord.LoginFailure as exc:
         raise BadInput("Discord refused DISCORD_TOKEN; copy the bot token again from the Developer Portal.") from exc
     except discord.PrivilegedIntentsRequired as exc:

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 from core import BadInput, Service, Settings, thread_memory
 
 from ..health import Check, add_routes, serve_health
+from ..job_worker import background_worker
 from .app import build_app
 from .settings import SlackSettings
 
@@ -32,26 +33,27 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     app, bot = build_app(settings, service, threads)
     await bot.identity.check()  # a refused token is logged now; deliveries wait until Slack takes it
     try:
-        if http:
-            await serve_http(app, port, service, bot.identity.readiness)
-        else:
-            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+        async with background_worker(settings, service):
+            if http:
+                await serve_http(app, port, service, bot.identity.readiness)
+            else:
+                from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-            handler = AsyncSocketModeHandler(app, slack.app_token)
+                handler = AsyncSocketModeHandler(app, slack.app_token)
 
-            async def connected() -> str | None:
-                if not await handler.client.is_connected():
-                    return "not connected to Slack"
-                return await bot.identity.readiness()
+                async def connected() -> str | None:
+                    if not await handler.client.is_connected():
+                        return "not connected to Slack"
+                    return await bot.identity.readiness()
 
-            probes = await serve_health(health_port, service, connected) if health_port else None
-            log.info("Slack Socket Mode connecting")
-            try:
-                await handler.start_async()
-            finally:
-                await handler.close_async()
-                if probes:
-                    await probes.cleanup()
+                probes = await serve_health(health_port, service, connected) if health_port else None
+                log.info("Slack Socket Mode connecting")
+                try:
+                    await handler.start_async()
+                finally:
+                    await handler.close_async()
+                    if probes:
+                        await probes.cleanup()
     finally:
         try:
             await asyncio.wait_for(bot.drain(), DRAIN_S)

@@ -13,6 +13,7 @@ from aiohttp import web
 from core import SHARED_SCOPE, Service, Settings, ThreadMemory, thread_memory
 
 from ..health import add_routes
+from ..job_worker import background_worker
 from ..thread_files import web_threads_file
 from .api import Api
 from .chat import MAX_IMAGES, WebChat
@@ -77,7 +78,7 @@ async def serve_web(settings: Settings, host: str = "127.0.0.1", port: int = 808
     """Serve until stopped; `pixelrag web` calls this."""
     threads = await web_threads(settings).open()
     try:
-        async with Service(settings, costs=threads) as service:
+        async with Service(settings, costs=threads) as service, background_worker(settings, service):
             await service.warm_up()
             runner = web.AppRunner(web_app(service, threads, scope))
             await runner.setup()

@@ -99,9 +99,12 @@ class Worker:
         async def renewing() -> None:
             while True:
                 await asyncio.sleep(self.lease_s / 4)
-                if not await self.queue.renew(job.id, self.name, self.lease_s, dict(latest)):
-                    log.warning("job %s was taken by another worker (this one was too slow to renew)", job.id)
-                await self.queue.beat(self.name, time.time())
+                try:
+                    if not await self.queue.renew(job.id, self.name, self.lease_s, dict(latest)):
+                        log.warning("job %s was taken by another worker (this one was too slow to renew)", job.id)
+                    await self.queue.beat(self.name, time.time())
+                except Exception as exc:  # the queue away for a moment: the next renewal may reach it
+                    log.warning("job %s: its lease could not be renewed (%s)", job.id, exc)
 
         log.info("job %s: indexing %s into %s (attempt %d)", job.id, job.source, job.scope, job.attempts)
         renewal = asyncio.create_task(renewing())

@@ -160,3 +160,25 @@ async def test_a_worker_checks_each_source_on_its_schedule(tmp_path):
     assert [(j["kind"], j["state"], j["scope"]) for j in jobs] == [("check", "done", "slack:T1")]
     [listed] = json.loads((await run(index, "sources", "list", "--json")).stdout)
     assert 55 <= listed["next_check"] - listed["checked"] <= 61  # the next one in a minute, not before
+
+
+async def test_a_chat_process_runs_a_worker_unless_told_not_to(tmp_path):
+    import time
+
+    from tests.end_to_end.web_process import web_process
+
+    index, folder = tmp_path / "index", tmp_path / "drive"
+    index.mkdir()
+    folder.mkdir()
+    text_pdf(folder / "handbook.pdf", ["Handbook: the office opens at 8:00."])
+    assert (await run(index, "sources", "add", str(folder))).returncode == 0
+    async with web_process(index, PIXELRAG_WORKERS="0"):
+        await asyncio.sleep(3)  # long enough for a worker to have said it is alive (it beats at once)
+        assert json.loads((await run(index, "jobs", "--json")).stdout)["workers"] == []
+    assert await documents(index) == {}
+    async with web_process(index):  # the default: one worker beside the chat
+        deadline = time.monotonic() + 120
+        while await documents(index) != {"handbook.pdf": 1}:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.5)
+        assert len(json.loads((await run(index, "jobs", "--json")).stdout)["workers"]) == 1
