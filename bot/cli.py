@@ -126,6 +126,7 @@ async def cmd_status(args) -> int:
         status = await service.status()
     if problems:
         status["problems"] = problems
+    status.update(await indexing_queue(service.settings))
     status.update(await usage_of_every_workspace(service.settings))
     status["documents_list"] = [
         {"title": d.title, "file": d.file_name, "pages": d.page_count, "scope": d.scope, "id": d.doc_id}
@@ -135,11 +136,35 @@ async def cmd_status(args) -> int:
         json.dumps(status, indent=2, ensure_ascii=False)
         if args.json
         else printable(
-            "\n".join(f"{k}: {v}" for k, v in status.items() if k != "documents_list")
+            "\n".join(_status_line(k, v) for k, v in status.items() if k != "documents_list")
             + "".join(f"\n  - {d['title']} ({d['pages']} pages, {d['scope']})" for d in status["documents_list"])
         )
     )
     return 0
+
+
+LISTED = ("jobs_running", "jobs_failed_lately", "workers", "sources")  # a line each
+
+
+def _status_line(key: str, value) -> str:
+    if key in LISTED:
+        return f"{key}: {len(value)}" + "".join(f"\n  - {item}" for item in value)
+    return f"{key}: {value}"
+
+
+async def indexing_queue(settings: Settings) -> dict:
+    """The jobs, workers and watched sources; nothing where no job was ever queued (status creates no file)."""
+    from core import job_queue, queue_status
+
+    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+        return {}
+    queue = job_queue(settings)
+    try:
+        return await queue_status(await queue.open())
+    except PixelragError as exc:
+        return {"jobs": f"unavailable: {exc}"}
+    finally:
+        await queue.close()
 
 
 async def usage_of_every_workspace(settings: Settings) -> dict[str, str]:

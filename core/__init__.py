@@ -27,6 +27,7 @@ from .errors import (
     megabytes,
     plural,
 )
+from .indexing.queue_status import queue_status
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
 from .indexing.watching import new_source, schedule_seconds, watched_named
 from .indexing.worker import Worker, job_runner, new_jobs
@@ -138,6 +139,7 @@ __all__ = [
     "own_and_shared",
     "page_label",
     "plural",
+    "queue_status",
     "rate_answer",
     "revoke_key",
     "schedule_seconds",

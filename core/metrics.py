@@ -20,6 +20,14 @@ MODEL_REQUESTS = Counter("pixelrag_model_requests", "Requests to model services,
 FEEDBACK = Counter("pixelrag_feedback", "Ratings people gave answers", ["rating"])
 INDEX_DOCUMENTS = Gauge("pixelrag_index_documents", "Documents in the index, every scope")
 INDEX_PAGES = Gauge("pixelrag_index_pages", "Pages in the index, every scope")
+JOBS = Counter("pixelrag_index_jobs", "Indexing jobs this process's worker ended, by kind and state", ["kind", "state"])
+JOB_SECONDS = Histogram(
+    "pixelrag_index_job_seconds",
+    "How long this process's worker took over an indexing job, by kind",
+    ["kind"],
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+)
+JOBS_WAITING = Gauge("pixelrag_index_jobs_waiting", "Indexing jobs queued, as this process's worker last counted")
 LOOP_LAG = Gauge("pixelrag_event_loop_lag_seconds", "How late the event loop last ran a timer")
 
 LAG_EVERY_S = 1.0

@@ -288,6 +288,9 @@ class JobQueue(Protocol):
     async def jobs(self, batch: str | None = None, since: float = 0.0) -> list[Job]:
         """The jobs (of `batch`; created or finished since `since`, or unfinished), oldest first."""
 
+    async def waiting(self) -> int:
+        """How many jobs are queued."""
+
     async def beat(self, worker: str, now: float) -> None:
         """`worker` is alive (status lists the workers seen lately)."""
 

@@ -137,6 +137,12 @@ class EmbeddedJobs:
         async with db.execute(f"SELECT {COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", params) as cursor:
             return [job_of_row(row) for row in await cursor.fetchall()]
 
+    async def waiting(self) -> int:
+        db = await self._conn()
+        async with db.execute("SELECT count(*) FROM jobs WHERE state = 'queued'") as cursor:
+            row = await cursor.fetchone()
+        return row[0] if row else 0
+
     async def beat(self, worker: str, now: float) -> None:
         db = await self._conn()
         await db.execute(

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import PixelragError
+from ..metrics import JOB_SECONDS, JOBS, JOBS_WAITING
 from ..ports import JobQueue
 from ..records import IndexReport, Job, Progress
 
@@ -76,6 +77,7 @@ class Worker:
             if job is None:
                 if batch is not None:
                     return done
+                JOBS_WAITING.set(await self.queue.waiting())
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait() if stop else asyncio.sleep(POLL_S), POLL_S)
                 continue
@@ -106,7 +108,8 @@ class Worker:
                 except Exception as exc:  # the queue away for a moment: the next renewal may reach it
                     log.warning("job %s: its lease could not be renewed (%s)", job.id, exc)
 
-        log.info("job %s: indexing %s into %s (attempt %d)", job.id, job.source, job.scope, job.attempts)
+        log.info("job %s: %s %s in %s (attempt %d)", job.id, job.kind, job.source, job.scope, job.attempts)
+        started = time.monotonic()
         renewal = asyncio.create_task(renewing())
         try:
             state, outcome = "done", await self.run(job, heard)
@@ -119,6 +122,8 @@ class Worker:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
+        JOBS.labels(job.kind, state).inc()
+        JOB_SECONDS.labels(job.kind).observe(time.monotonic() - started)
         if not await self.queue.finish(job.id, self.name, state, outcome):
             log.warning("job %s ended (%s) after another worker took it over", job.id, state)
         log.info("job %s %s: %s", job.id, state, outcome)

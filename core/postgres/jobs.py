@@ -91,6 +91,10 @@ class PostgresJobs:
         rows = await self._run(f"SELECT {COLUMNS} FROM pixelrag_index_jobs WHERE {where} ORDER BY created, id", params)
         return [job_of_row(row) for row in rows]
 
+    async def waiting(self) -> int:
+        [(count,)] = await self._run("SELECT count(*) FROM pixelrag_index_jobs WHERE state = 'queued'")
+        return count
+
     async def beat(self, worker: str, now: float) -> None:
         await self._run(
             "INSERT INTO pixelrag_index_workers VALUES (%s, %s)"

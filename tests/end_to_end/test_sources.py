@@ -118,6 +118,9 @@ async def test_a_watched_address_costs_one_304_when_unchanged_and_keeps_its_last
     assert listed["failures"] == 3 and listed["failing_since"] > 0 and "text/html" in listed["result"]
     text = (await run(index, "sources", "list", env=env)).stdout
     assert "FAILING since" in text
+    status = json.loads((await run(index, "status", "--json", env=env)).stdout)
+    assert "FAILING since" in status["sources"][0] and "text/html" in status["sources"][0]
+    assert len(status["jobs_failed_lately"]) == 3 and status["jobs_queued"] == 0 and status["jobs_running"] == []
 
     pdf_site["mode"] = "ok"  # a new version, with a new ETag
     doc = pymupdf.open()
