@@ -29,7 +29,7 @@ from .errors import (
 )
 from .indexing.queue_status import queue_status
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
-from .indexing.watching import new_source, schedule_seconds, watched_named
+from .indexing.watching import new_source, schedule_seconds, unwatch, watch_address, watched_named
 from .indexing.worker import Worker, job_runner, new_jobs
 from .links import LinkRefused
 from .markup import literal
@@ -55,6 +55,7 @@ from .records import (
     Turn,
 )
 from .scopes import (
+    channel_of,
     channel_scope,
     choose_indexing_place,
     collection,
@@ -63,6 +64,7 @@ from .scopes import (
     indexing_scope,
     kind_of,
     own_and_shared,
+    own_scopes,
     tenant,
     workspace_of,
 )
@@ -110,6 +112,7 @@ __all__ = [
     "Worker",
     "add_key",
     "attachment_kind",
+    "channel_of",
     "channel_scope",
     "choose_indexing_place",
     "collection",
@@ -137,6 +140,7 @@ __all__ = [
     "new_source",
     "number",
     "own_and_shared",
+    "own_scopes",
     "page_label",
     "plural",
     "queue_status",
@@ -145,8 +149,10 @@ __all__ = [
     "schedule_seconds",
     "tenant",
     "thread_memory",
+    "unwatch",
     "usage_summary",
     "validate_query_image",
+    "watch_address",
     "watch_loop_lag",
     "watched_named",
     "workspace_of",

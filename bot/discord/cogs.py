@@ -37,7 +37,8 @@ class QuestionsCog(commands.Cog, name="Questions"):
 
 
 class DocumentsCog(commands.Cog, name="Documents"):
-    """/docs for everyone; /index, /reindex, /remove, /scope and /indexing for those `Permissions` allows."""
+    """/docs for everyone; /index, /reindex, /remove, /scope, /indexing, /watch and /unwatch for those
+    `Permissions` allows."""
 
     def __init__(self, documents: DiscordCommands):
         self.documents = documents
@@ -45,7 +46,7 @@ class DocumentsCog(commands.Cog, name="Documents"):
         # stay visible and the handler's own check decides. Set per instance (the cog's own copies
         # of the commands), because the configuration is only known at run time.
         if not documents.permissions.customised:
-            for command in (self.index, self.reindex, self.remove, self.scope, self.indexing):
+            for command in (self.index, self.reindex, self.remove, self.scope, self.indexing, self.watch, self.unwatch):
                 command.default_permissions = discord.Permissions(manage_guild=True)
 
     @app_commands.command(name="index", description="Add a PDF (URL or attachment) to this server's documents")
@@ -82,6 +83,19 @@ class DocumentsCog(commands.Cog, name="Documents"):
     @app_commands.guild_only()
     async def reindex(self, interaction: discord.Interaction, document: str | None = None):
         await self.documents.reindex(interaction, document)
+
+    @app_commands.command(name="watch", description="Keep a PDF's address current: checked daily, new versions indexed")
+    @app_commands.describe(url="A link to a PDF", where="Who searches it (the server's /indexing choice if unset)")
+    @app_commands.choices(where=WHERE)
+    @app_commands.guild_only()
+    async def watch(self, interaction: discord.Interaction, url: str, where: app_commands.Choice[str] | None = None):
+        await self.documents.watch(interaction, url, where.value if where else None)
+
+    @app_commands.command(name="unwatch", description="Stop keeping an address current (its document stays)")
+    @app_commands.describe(url="The watched address, or its id")
+    @app_commands.guild_only()
+    async def unwatch(self, interaction: discord.Interaction, url: str):
+        await self.documents.unwatch(interaction, url)
 
     @app_commands.command(name="docs", description="List the documents I can answer from here")
     async def docs(self, interaction: discord.Interaction):

@@ -1,4 +1,5 @@
-"""The app commands that manage documents: /index, /reindex, /docs, /scope, /indexing, /remove,
+"""The app commands that manage documents: /index, /reindex, /docs, /scope, /indexing, /remove, /watch,
+/unwatch,
 and the autocomplete of a document's name. Who may change documents is `Permissions`' to say,
 checked before the interaction is deferred so that a refusal is a quick private reply.
 """
@@ -15,10 +16,16 @@ from core import (
     Service,
     Settings,
     ThreadMemory,
+    channel_of,
     choose_indexing_place,
     collection,
+    hide_credentials,
     indexing_scope,
+    job_queue,
     own_and_shared,
+    own_scopes,
+    unwatch,
+    watch_address,
 )
 
 from .files import Attachments, kind
@@ -103,6 +110,40 @@ class DiscordCommands:
             await choose_indexing_place(self.threads, _scope(interaction), where)
             await replier.send_all(
                 text_messages(f"✅ From now on, a document indexed in a channel is searched in {PLACES[where]}.")
+            )
+
+    async def watch(self, interaction: discord.Interaction, url: str, where: str | None = None) -> None:
+        """Keep a PDF's address current in this channel's or the server's collection (checked daily)."""
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            scope = await indexing_scope(self.threads, _scope(interaction), where)
+            queue = await job_queue(self.settings).open()
+            try:
+                source = await watch_address(queue, url.strip(), scope)
+            finally:
+                await queue.close()
+            place = PLACES["channel" if channel_of(scope) else "workspace"]
+            await replier.send_all(
+                text_messages(
+                    f"👀 Watching {code(hide_credentials(source.location))} for {place}: it is indexed now and "
+                    "checked every day; a new version replaces the old."
+                )
+            )
+
+    async def unwatch(self, interaction: discord.Interaction, url: str) -> None:
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            queue = await job_queue(self.settings).open()
+            try:
+                source = await unwatch(queue, own_scopes(_scope(interaction)), url.strip())
+            finally:
+                await queue.close()
+            await replier.send_all(
+                text_messages(f"🔕 No longer watching {code(hide_credentials(source.location))}; its document stays.")
             )
 
     async def remove(self, interaction: discord.Interaction, document: str) -> None:

@@ -1,5 +1,5 @@
-"""/pixelrag: list, status and help answered at once; index, reindex, remove, scope and indexing
-acknowledged at once and run in the background, with their replies sent privately through the
+"""/pixelrag: list, status and help answered at once; index, reindex, remove, scope, indexing, watch and
+unwatch acknowledged at once and run in the background, with their replies sent privately through the
 command's response_url. A command works in its channel's collections (core/scopes.py)."""
 
 from __future__ import annotations
@@ -13,14 +13,21 @@ from core import (
     BadInput,
     PixelragError,
     Service,
+    Settings,
+    channel_of,
     channel_scope,
     choose_indexing_place,
     collection,
     hide_credentials,
     indexing_place,
     indexing_scope,
+    job_queue,
+    own_scopes,
+    queue_status,
     tenant,
+    unwatch,
     usage_summary,
+    watch_address,
 )
 
 from ..background import BackgroundTasks
@@ -33,7 +40,7 @@ from .stream import error_code
 
 log = logging.getLogger("pixelrag.slack")
 
-JOBS = ("index", "reindex", "remove", "scope", "indexing")
+JOBS = ("index", "reindex", "remove", "scope", "indexing", "watch", "unwatch")
 
 
 class SlackCommands:
@@ -58,6 +65,7 @@ class SlackCommands:
             status = await self.service.status(scope)
             status["chat indexing goes to"] = f"the {await indexing_place(self.threads, scope)}"
             status.update(await usage_summary([self.threads], *tenant(scope)))
+            status.update(await watched_status(self.service.settings, scope))
             await ack(text=render.status_text(status))
         elif sub in JOBS and (arg or sub == "reindex"):
             await ack(text=f"Working on `{render.escape(hide_credentials(text))}`…")
@@ -92,6 +100,8 @@ class SlackCommands:
                 report = await self.service.move(scope, document, to)
                 await respond(render.moved_text(report, place.lower()))
                 await self.indexing.changed(client, scope)
+            elif sub in ("watch", "unwatch"):
+                await respond(await watch(self.service.settings, self.threads, sub, arg, scope, self.settings.command))
             elif sub == "index":
                 target, _, place = arg.partition(" ")
                 url = target.strip("<>").split("|")[0]
@@ -120,6 +130,47 @@ class SlackCommands:
         except Exception:
             log.exception("%s %s failed", self.settings.command, sub)
             await respond(f":warning: `{self.settings.command} {sub}` failed. The details are in the bot's log.")
+
+
+async def watch(settings: Settings, threads, sub: str, arg: str, scope: str, command: str) -> str:
+    """`watch <url> [channel|workspace]`: the address kept current in that collection (checked daily by
+    the workers); `unwatch <url or id>`: no longer (its document stays: `remove` removes it)."""
+    target, _, place = arg.partition(" ")
+    url = target.strip("<>").split("|")[0]
+    queue = await job_queue(settings).open()
+    try:
+        if sub == "unwatch":
+            source = await unwatch(queue, own_scopes(scope), url)
+            shown = render.escape(hide_credentials(source.location))
+            return f":no_bell: No longer watching {shown}; its document stays."
+        if not url.startswith(("http://", "https://")):
+            raise BadInput(f"`{arg}` is not a URL. Use `{command} watch https://…/file.pdf`.")
+        into = await indexing_scope(threads, scope, place.strip().lower() or None)
+        await watch_address(queue, url, into)
+    finally:
+        await queue.close()
+    where = "this channel" if channel_of(into) else "this workspace"
+    return (
+        f":eyes: Watching {render.escape(hide_credentials(url))} for {where}: it is indexed now and checked every "
+        f"day; a new version replaces the old. `{command} status` shows its last check."
+    )
+
+
+async def watched_status(settings: Settings, scope: str) -> dict:
+    """The watched sources and jobs of this channel's collections, for `status` (none if none were ever made)."""
+    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+        return {}
+    queue = job_queue(settings)
+    try:
+        found = await queue_status(await queue.open(), scope)
+    except PixelragError as exc:
+        return {"jobs": f"unavailable: {exc}"}
+    finally:
+        await queue.close()
+    return {
+        "watched sources": "; ".join(found["sources"]) or "none",
+        "indexing jobs": f"{found['jobs_queued']} waiting, {len(found['jobs_running'])} under way",
+    }
 
 
 def private_reply(respond, client: AsyncWebClient, command: dict) -> Callable[[str], Awaitable[None]]:

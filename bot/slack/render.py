@@ -50,6 +50,8 @@ HELP = """*pixelrag* answers questions about your team's PDFs from the page imag
 • `/pixelrag remove <document>` — remove a document of this channel or workspace
 • `/pixelrag scope <document> channel|workspace` — make a document this channel's only, or the whole workspace's
 • `/pixelrag indexing channel|workspace` — where documents indexed in a chat go by default (the workspace)
+• `/pixelrag watch <url> [channel|workspace]` — keep a PDF's address current: checked daily, a new version \
+replaces the old (`/pixelrag unwatch <url>` stops it)
 • `/pixelrag status` — index and backend status
 • `/pixelrag help` — this text
 Indexing and removing are limited to workspace admins and the users listed in SLACK_INDEX_USERS."""

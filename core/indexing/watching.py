@@ -62,6 +62,27 @@ def new_source(location: str, scope: str, every_s: float, recursive: bool = Fals
     return WatchedSource(source_id, location, scope, every_s, recursive, created=now, next_check=now)
 
 
+WATCH_EVERY_S = 24 * 3600.0  # an address a chat watches is asked once a day: a new revision is not urgent
+
+
+async def watch_address(queue: JobQueue, url: str, scope: str) -> WatchedSource:
+    """A chat's `watch <url>`: the address kept current in `scope`, checked daily by the workers."""
+    if not url.startswith(("http://", "https://")):
+        raise BadInput(f"{hide_credentials(url)} is not the http(s) address of a PDF.")
+    source = new_source(url, scope, WATCH_EVERY_S)
+    if not await queue.add_source(source):
+        raise BadInput(f"{hide_credentials(url)} is watched here already.")
+    return source
+
+
+async def unwatch(queue: JobQueue, own: list[str], name: str) -> WatchedSource:
+    """A chat's `unwatch <url or id>`, among the sources of the collections it may change (`own`); its
+    documents stay (removing one is `remove`'s)."""
+    source = watched_named([s for s in await queue.sources() if s.scope in own], name)
+    await queue.remove_source(source.id)
+    return source
+
+
 def watched_named(sources: list[WatchedSource], name: str) -> WatchedSource:
     """The source `name` names: its id, or its location as added."""
     found = [s for s in sources if name in (s.id, s.location) or hide_credentials(s.location) == name]

@@ -744,14 +744,15 @@ async def test_client_registers_commands_without_connecting(store):
     try:
         await client.add_cogs()  # what setup_hook does before syncing the tree
         commands = {c.name: c for c in client.tree.get_commands()}
-        assert set(commands) == {"ask", "index", "reindex", "docs", "remove", "scope", "indexing"}
-        assert all(commands[name].default_permissions.manage_guild for name in ("index", "remove", "scope", "indexing"))
+        admin = ("index", "remove", "scope", "indexing", "watch", "unwatch")
+        assert set(commands) == {"ask", "reindex", "docs", *admin}
+        assert all(commands[name].default_permissions.manage_guild for name in admin)
         assert [c.value for c in commands["scope"].parameters[1].choices] == ["channel", "workspace"]
         assert commands["ask"].default_permissions is None
         assert [p.name for p in commands["ask"].parameters] == ["question", "image"]
         assert client.intents.message_content
         assert not client.is_ready()
-        assert all(commands[name].guild_only for name in ("index", "reindex", "remove", "scope", "indexing"))
+        assert all(commands[name].guild_only for name in ("reindex", *admin))
         assert not commands["ask"].guild_only and not commands["docs"].guild_only
         for name in ("remove", "reindex", "scope"):
             assert commands[name].parameters[0].autocomplete  # this channel's and server's documents
@@ -1250,3 +1251,38 @@ async def test_discord_unreachable_at_start_is_said_and_tried_again(tmp_path, mo
             await asyncio.gather(bot, return_exceptions=True)
     tries = [r for r in caplog.records if "Discord cannot be reached" in r.getMessage()]
     assert len(tries) >= 3 and not [r for r in caplog.records if r.exc_info]
+
+
+async def test_watch_and_unwatch_an_address_for_the_server_or_a_channel(store, tmp_path):
+    from core import job_queue
+
+    settings = Settings(index_dir=tmp_path / "index")
+    h = Handlers(FakeService(), store, settings, me=lambda: make_me())
+    guild = make_guild(GUILD_A)
+    refused = make_interaction(guild, manage=False)
+    await h.commands.watch(refused, "https://example.com/x9.pdf")
+    assert "Manage Server" in refused.response.send_message.call_args.args[0]
+    server, channel = make_interaction(guild, manage=True), make_interaction(guild, manage=True)
+    await h.commands.watch(server, "https://example.com/x9.pdf")
+    await h.commands.watch(channel, "https://example.com/y1.pdf", "channel")
+    assert "Watching" in all_text(server.followup.send) and "the whole server" in all_text(server.followup.send)
+    assert "this channel only" in all_text(channel.followup.send)
+    again = make_interaction(guild, manage=True)
+    await h.commands.watch(again, "https://example.com/x9.pdf")
+    assert "watched here already" in all_text(again.followup.send)
+    queue = await job_queue(settings).open()
+    try:
+        watched = {s.location: s.scope for s in await queue.sources()}
+        assert watched == {
+            "https://example.com/x9.pdf": f"discord:{GUILD_A}",
+            "https://example.com/y1.pdf": f"discord:{GUILD_A}/{channel.channel.id}",
+        }
+        other = make_interaction(make_guild(GUILD_B), manage=True)
+        await h.commands.unwatch(other, "https://example.com/x9.pdf")  # another server's: not found
+        assert "No watched source" in all_text(other.followup.send)
+        done = make_interaction(guild, manage=True)
+        await h.commands.unwatch(done, "https://example.com/x9.pdf")
+        assert "No longer watching" in all_text(done.followup.send)
+        assert [s.location for s in await queue.sources()] == ["https://example.com/y1.pdf"]
+    finally:
+        await queue.close()

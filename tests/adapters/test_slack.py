@@ -664,6 +664,42 @@ async def test_a_password_in_an_index_address_appears_in_no_message(slack: Harne
     assert "hunter2" not in json.dumps(status) + doc.title + doc.file_name
 
 
+async def test_watch_keeps_an_address_current_for_the_channel_and_status_shows_it(slack: Harness):
+    from core import Worker, job_queue, job_runner
+
+    url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    await slack.command(f"watch {url}", user="UPLAIN")
+    await slack.command(f"watch <{url}> channel")
+    await slack.command(f"watch {url} channel")  # twice: said, not added again
+    await slack.bot.drain()
+    replies = [c.params["text"] for c in slack.fake.calls_to("response_url")]
+    assert "Only workspace admins" in replies[0]
+    assert "Watching" in replies[1] and "this channel" in replies[1] and "checked every day" in replies[1]
+    assert "watched here already" in replies[2]
+    assert not slack.fake.calls_to("public_download")  # a worker does the checks, not the command
+
+    service = slack.service.real
+    queue = await job_queue(service.settings).open()
+    try:
+        worker = Worker(queue, job_runner(service, queue), name="test")
+        await worker.schedule()  # the new source is due at once
+        [check] = await queue.jobs()
+        assert (check.kind, check.scope) == ("check", f"slack:T1/{CHANNEL}")
+        await worker.do(await queue.take("test", 60))
+    finally:
+        await queue.close()
+    assert [d.title for d in await service.documents(f"slack:T1/{CHANNEL}") if d.scope.endswith(CHANNEL)] == [
+        "q9-manual.pdf"
+    ]
+    status = (await slack.command("status")).body
+    assert "watched sources" in status and "q9-manual.pdf" in status and "indexed" in status
+    assert "q9-manual" not in (await slack.command("status", team="T2")).body  # another workspace sees none
+    await slack.command(f"unwatch {url}")
+    await slack.bot.drain()
+    assert "No longer watching" in slack.fake.calls_to("response_url")[-1].params["text"]
+    assert "watched sources: none" in (await slack.command("status")).body
+
+
 async def test_index_outside_the_bots_channels_reports_through_the_response_url(slack: Harness):
     slack.fake.fail["chat.postMessage"] = "not_in_channel"
     url = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF)
