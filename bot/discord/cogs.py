@@ -46,7 +46,8 @@ class DocumentsCog(commands.Cog, name="Documents"):
         # stay visible and the handler's own check decides. Set per instance (the cog's own copies
         # of the commands), because the configuration is only known at run time.
         if not documents.permissions.customised:
-            for command in (self.index, self.reindex, self.remove, self.scope, self.indexing, self.watch, self.unwatch):
+            admin = (self.index, self.reindex, self.remove, self.scope, self.indexing, self.watch, self.unwatch)
+            for command in (*admin, self.autoindex):
                 command.default_permissions = discord.Permissions(manage_guild=True)
 
     @app_commands.command(name="index", description="Add a PDF (URL or attachment) to this server's documents")
@@ -96,6 +97,12 @@ class DocumentsCog(commands.Cog, name="Documents"):
     @app_commands.guild_only()
     async def unwatch(self, interaction: discord.Interaction, url: str):
         await self.documents.unwatch(interaction, url)
+
+    @app_commands.command(name="autoindex", description="Index every PDF shared in this channel, for this channel")
+    @app_commands.describe(on="On: without a mention; off: only when asked")
+    @app_commands.guild_only()
+    async def autoindex(self, interaction: discord.Interaction, on: bool):
+        await self.documents.autoindex(interaction, on)
 
     @app_commands.command(name="docs", description="List the documents I can answer from here")
     async def docs(self, interaction: discord.Interaction):

@@ -24,6 +24,7 @@ from core import (
     job_queue,
     own_and_shared,
     own_scopes,
+    tenant,
     unwatch,
     watch_address,
 )
@@ -33,7 +34,7 @@ from .permissions import Permissions
 from .progress import ProgressNotice
 from .render import code, describe_report, place_note, render_documents, shown_text, text_messages
 from .replies import Replier
-from .routing import scope_for
+from .routing import AUTOINDEX, home_channel, scope_for
 from .settings import DiscordSettings
 
 log = logging.getLogger("pixelrag.discord")
@@ -145,6 +146,22 @@ class DiscordCommands:
             await replier.send_all(
                 text_messages(f"🔕 No longer watching {code(hide_credentials(source.location))}; its document stays.")
             )
+
+    async def autoindex(self, interaction: discord.Interaction, on: bool) -> None:
+        """Every PDF shared in this channel indexed for this channel, without a mention (or no longer)."""
+        if not await self._may_manage(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            _, guild = tenant(_scope(interaction))
+            channel = home_channel(interaction.channel)
+            await self.threads.choose("discord", guild, f"{AUTOINDEX}:{channel}", "on" if on else "off")
+            text = (
+                "📥 Autoindex is on: every PDF shared in this channel is indexed for this channel, without a mention."
+                if on
+                else "✅ Autoindex is off: PDFs shared here are indexed only when someone asks me to."
+            )
+            await replier.send_all(text_messages(text))
 
     async def remove(self, interaction: discord.Interaction, document: str) -> None:
         if not await self._may_manage(interaction):

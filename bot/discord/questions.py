@@ -33,12 +33,23 @@ from .permissions import Permissions
 from .progress import ProgressNotice
 from .render import NO_PINGS, describe_report, place_note, shown_text, text_messages
 from .replies import GENERIC_FAILURE, Replier, deliver, say
-from .routing import bot_role_ids, is_addressed, reply_place, scope_for, strip_mentions, thread_key, upload_limit
+from .routing import (
+    AUTOINDEX,
+    bot_role_ids,
+    home_channel,
+    is_addressed,
+    reply_place,
+    scope_for,
+    strip_mentions,
+    thread_key,
+    upload_limit,
+)
 from .settings import DiscordSettings
 from .stream import AnswerStream
 
 log = logging.getLogger("pixelrag.discord")
 
+AUTOINDEX_REACTION = "📥"  # on a message whose PDFs autoindex took
 USAGE = (
     "Ask me about the documents indexed here, e.g. `@pixelrag what is the warranty period?` "
     "You can attach a screenshot (PNG, JPEG or WebP), or a PDF with “index this”."
@@ -73,8 +84,11 @@ class DiscordQuestions:
             return
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return  # joins, pins, thread-created notices
+        autoindex = False
         if not is_addressed(message, me):
-            return
+            autoindex = await self._autoindexed(message)
+            if not autoindex:
+                return
         try:
             delivery = await self.conversation.claim(f"discord:{message.id}")
         except DatabaseUnavailable as exc:  # Discord delivers a message once: say so now
@@ -87,6 +101,9 @@ class DiscordQuestions:
         place = _Place(message.channel)
         async with delivery:  # finished at the end, failures included: they were shown
             try:
+                if autoindex:
+                    await self._autoindex(message)
+                    return
                 await self._handle_message(message, question, place)
             except PixelragError as exc:
                 await say(place.channel, f"⚠️ {shown_text(str(exc))}")
@@ -151,6 +168,36 @@ class DiscordQuestions:
                 return
             raise
         await stream.finish(reply.rendered)
+
+    async def _autoindexed(self, message: discord.Message) -> bool:
+        """A PDF shared in a server channel where `/autoindex on` was said (its choice, per channel)."""
+        if message.guild is None or not any(kind(a) == "pdf" for a in message.attachments):
+            return False
+        choice = f"{AUTOINDEX}:{home_channel(message.channel)}"
+        return await self.threads.choice("discord", str(message.guild.id), choice) == "on"
+
+    async def _autoindex(self, message: discord.Message) -> None:
+        """Every PDF of the message indexed into this channel's collection: a reaction on the message, then
+        one reply (what was indexed, how to remove it)."""
+        assert message.guild is not None  # _autoindexed said so
+        try:
+            await message.add_reaction(AUTOINDEX_REACTION)
+        except discord.HTTPException as exc:  # the reply says it all the same
+            log.info("autoindex reaction not added: %s", exc)
+        scope = scope_for(message.guild.id, message.channel)
+        lines = []
+        for att in [a for a in message.attachments if kind(a) == "pdf"]:
+            try:
+                data = await self.files.download(att, self.settings.max_pdf_bytes)
+                report = await self.service.index_bytes(data, att.filename, scope=scope)
+                lines.append(describe_report(report) + place_note(scope, report))
+            except PixelragError as exc:
+                text = str(exc)
+                lines.append(f"⚠️ {shown_text(text if text.startswith(att.filename) else f'{att.filename}: {text}')}")
+        lines.append(
+            "_Indexed because this channel has autoindex on: `/remove` removes a document, `/autoindex off` stops it._"
+        )
+        await deliver(message.reply, text_messages("\n".join(lines)))
 
     async def _index_from_message(self, message: discord.Message, pdfs, place, problems: list[str]) -> None:
         if message.guild is None:

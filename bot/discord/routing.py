@@ -14,6 +14,9 @@ from core import SHARED_SCOPE, ThreadKey, channel_scope
 log = logging.getLogger("pixelrag.discord")
 
 
+AUTOINDEX = "autoindex"  # a channel's choice (ThreadMemory.choice): index every PDF shared there
+
+
 def scope_for(guild_id: int | None, channel: object = None) -> str:
     """A server channel sees its own documents, the server's and the shared ones (a thread its parent
     channel's); DMs see only the operator's shared collection."""

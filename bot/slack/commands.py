@@ -33,6 +33,7 @@ from core import (
 from ..background import BackgroundTasks
 from . import render
 from .indexing import SlackIndexing
+from .middleware import AUTOINDEX
 from .permissions import REFUSAL, may_index
 from .replies import Thread
 from .settings import SlackSettings
@@ -40,7 +41,7 @@ from .stream import error_code
 
 log = logging.getLogger("pixelrag.slack")
 
-JOBS = ("index", "reindex", "remove", "scope", "indexing", "watch", "unwatch")
+JOBS = ("index", "reindex", "remove", "scope", "indexing", "watch", "unwatch", "autoindex")
 
 
 class SlackCommands:
@@ -100,6 +101,12 @@ class SlackCommands:
                 report = await self.service.move(scope, document, to)
                 await respond(render.moved_text(report, place.lower()))
                 await self.indexing.changed(client, scope)
+            elif sub == "autoindex":
+                if arg.lower() not in ("on", "off"):
+                    raise BadInput(f"Say `{self.settings.command} autoindex on` or `… off`.")
+                _, team = tenant(scope)
+                await self.threads.choose("slack", team, f"{AUTOINDEX}:{command.get('channel_id')}", arg.lower())
+                await respond(render.autoindex_text(arg.lower() == "on", self.settings.command))
             elif sub in ("watch", "unwatch"):
                 await respond(await watch(self.service.settings, self.threads, sub, arg, scope, self.settings.command))
             elif sub == "index":

@@ -16,9 +16,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core import Conversation, DatabaseUnavailable, ThreadMemory
 
+from .files import is_pdf
 from .replies import Thread
 
 log = logging.getLogger("pixelrag.slack")
+
+AUTOINDEX = "autoindex"  # a channel's choice (ThreadMemory.choice), per workspace
 
 # Message subtypes that are people writing; edits, joins and deletions are not questions.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -56,13 +59,17 @@ class Claims:
         self._told_unavailable: set[tuple[str, str]] = set()  # (channel, ts) told once, whatever the retries
 
     async def addressed(self, event: dict, body: dict, context, ack, next) -> BoltResponse | None:
-        """A message event counts in a DM, with a mention, or in a thread the bot already answered."""
+        """A message event counts in a DM, with a mention, in a thread the bot already answered, or when it
+        shares a PDF in a channel with autoindex on."""
         if event.get("channel_type") == "im" or mentions(event.get("text", ""), context.bot_user_id):
             return await next()
         thread_ts = event.get("thread_ts")
+        team = team_of(body, event, context)
         try:
-            if thread_ts and await self.threads.knows_thread(
-                ("slack", team_of(body, event, context), event["channel"], thread_ts)
+            if thread_ts and await self.threads.knows_thread(("slack", team, event["channel"], thread_ts)):
+                return await next()
+            if any(is_pdf(f) for f in event.get("files") or []) and await autoindexed(
+                self.threads, team, event["channel"]
             ):
                 return await next()
         except DatabaseUnavailable as exc:  # whose thread it is is unknown: asked again when Slack redelivers
@@ -98,6 +105,11 @@ class Claims:
             self._told_unavailable.clear()
         self._told_unavailable.add(where)
         await Thread(client, event["channel"], event.get("thread_ts") or event["ts"]).post(UNAVAILABLE_NOTICE)
+
+
+async def autoindexed(threads: ThreadMemory, team: str, channel: str) -> bool:
+    """Whether `/pixelrag autoindex on` was said in this channel: every PDF shared there is indexed."""
+    return await threads.choice("slack", team, f"{AUTOINDEX}:{channel}") == "on"
 
 
 def team_of(body: dict, event: dict, context) -> str:

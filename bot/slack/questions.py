@@ -22,7 +22,7 @@ from . import render
 from .agent import AgentView
 from .files import SlackFiles, is_pdf
 from .indexing import SlackIndexing
-from .middleware import mentions, strip_mentions, team_of
+from .middleware import autoindexed, mentions, strip_mentions, team_of
 from .permissions import REFUSAL, may_index
 from .replies import Thread
 from .settings import SlackSettings
@@ -30,6 +30,7 @@ from .stream import AnswerStream, close_interrupted
 
 log = logging.getLogger("pixelrag.slack")
 
+AUTOINDEX_REACTION = "inbox_tray"  # on a PDF that autoindex took
 INDEX_URL = re.compile(r"^\s*index\s+<?(https?://[^\s>|]+)(\|[^>]*)?>?\s*$", re.I)  # Slack writes links as <url|label>
 
 
@@ -85,6 +86,9 @@ class SlackQuestions:
         # A PDF shared in a followed thread is not an index request unless the bot is asked to.
         addressed = event.get("channel_type") == "im" or mentions(event.get("text", ""), bot_user_id)
         asked = asks_to_index(text) if text else addressed
+        if pdfs and not addressed and not url_request and await autoindexed(self.threads, team, thread.channel):
+            await self.autoindex(client, event, thread, channel_scope(f"slack:{team}", thread.channel), pdfs)
+            return
         if (pdfs and asked) or url_request:
             try:
                 allowed = await may_index(client, self.settings, event.get("user", ""))
@@ -101,6 +105,21 @@ class SlackQuestions:
         # whose documents (scope) and threads it still is.
         await self.answer(
             thread, team, ts, text, files, event.get("user", ""), delivery, event.get("user_team") or team
+        )
+
+    async def autoindex(
+        self, client: AsyncWebClient, event: dict, thread: Thread, scope: str, pdfs: list[dict]
+    ) -> None:
+        """A PDF shared in a channel with autoindex on: indexed into that channel's collection, said with a
+        reaction on the message and the indexing's one message in its thread (with how to remove it)."""
+        try:
+            await client.reactions_add(channel=event["channel"], timestamp=event["ts"], name=AUTOINDEX_REACTION)
+        except Exception as exc:  # the reply in the thread says it all the same
+            log.info("autoindex reaction not added: %s", exc)
+        await self.indexing.from_message(thread, scope, pdfs, None)
+        await thread.post(
+            f"_Indexed because this channel has autoindex on. `{self.settings.command} remove <document>` removes a "
+            f"document; `{self.settings.command} autoindex off` stops it._"
         )
 
     async def answer(

@@ -52,6 +52,7 @@ HELP = """*pixelrag* answers questions about your team's PDFs from the page imag
 • `/pixelrag indexing channel|workspace` — where documents indexed in a chat go by default (the workspace)
 • `/pixelrag watch <url> [channel|workspace]` — keep a PDF's address current: checked daily, a new version \
 replaces the old (`/pixelrag unwatch <url>` stops it)
+• `/pixelrag autoindex on|off` — index every PDF shared in this channel, for this channel, without a mention
 • `/pixelrag status` — index and backend status
 • `/pixelrag help` — this text
 Indexing and removing are limited to workspace admins and the users listed in SLACK_INDEX_USERS."""
@@ -281,6 +282,15 @@ def place_note(scope: str | None) -> str:
     if scope is None or kind_of(scope) != "channel":
         return ""
     return "\n_Searched in this channel only: `/pixelrag scope <document> workspace` shares one with the workspace._"
+
+
+def autoindex_text(on: bool, command: str) -> str:
+    if on:
+        return (
+            ":inbox_tray: Autoindex is on: every PDF shared in this channel is indexed for this channel, without a "
+            f"mention. `{command} autoindex off` stops it."
+        )
+    return ":white_check_mark: Autoindex is off: PDFs shared here are indexed only when someone asks me to."
 
 
 def indexing_place_text(place: str) -> str:

@@ -744,7 +744,7 @@ async def test_client_registers_commands_without_connecting(store):
     try:
         await client.add_cogs()  # what setup_hook does before syncing the tree
         commands = {c.name: c for c in client.tree.get_commands()}
-        admin = ("index", "remove", "scope", "indexing", "watch", "unwatch")
+        admin = ("index", "remove", "scope", "indexing", "watch", "unwatch", "autoindex")
         assert set(commands) == {"ask", "reindex", "docs", *admin}
         assert all(commands[name].default_permissions.manage_guild for name in admin)
         assert [c.value for c in commands["scope"].parameters[1].choices] == ["channel", "workspace"]
@@ -1286,3 +1286,39 @@ async def test_watch_and_unwatch_an_address_for_the_server_or_a_channel(store, t
         assert [s.location for s in await queue.sources()] == ["https://example.com/y1.pdf"]
     finally:
         await queue.close()
+
+
+async def test_autoindex_indexes_pdfs_shared_in_that_channel_for_that_channel(store):
+    service = FakeService()
+    h = handlers_for(service, store)
+    guild = make_guild(GUILD_A)
+    channel = make_text_channel(guild)
+    shared = make_message(
+        "our new manual", channel, guild=guild, attachments=[make_attachment("m.pdf", b"%PDF-1.7", "application/pdf")]
+    )
+    await h.questions.on_message(shared)
+    assert service.indexed == []  # autoindex off: a shared PDF is no one's business
+
+    refused = make_interaction(guild, manage=False, channel=channel)
+    await h.commands.autoindex(refused, True)
+    assert "Manage Server" in refused.response.send_message.call_args.args[0]
+    on = make_interaction(guild, manage=True, channel=channel)
+    await h.commands.autoindex(on, True)
+    assert "Autoindex is on" in all_text(on.followup.send)
+
+    again = make_message(
+        "our new manual", channel, guild=guild, attachments=[make_attachment("m.pdf", b"%PDF-1.7", "application/pdf")]
+    )
+    await h.questions.on_message(again)
+    assert service.indexed == [("m.pdf", f"discord:{GUILD_A}/{channel.id}", 8)]  # this channel's collection
+    again.add_reaction.assert_awaited_once_with("📥")
+    assert "autoindex on" in all_text(again.reply)
+
+    elsewhere = make_message(
+        "x",
+        make_text_channel(guild),
+        guild=guild,
+        attachments=[make_attachment("n.pdf", b"%PDF-1.7", "application/pdf")],
+    )
+    await h.questions.on_message(elsewhere)
+    assert len(service.indexed) == 1  # another channel of the server: off there

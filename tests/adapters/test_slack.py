@@ -237,6 +237,36 @@ async def test_a_pdf_of_several_hundred_kb_is_indexed_from_a_message(slack: Harn
     assert "Indexed q9-big.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]
 
 
+async def test_autoindex_indexes_every_pdf_shared_in_that_channel_only(slack: Harness):
+    share = {"type": "message", "subtype": "file_share", "user": "U1", "text": "new manual", "channel": CHANNEL}
+    first = slack.image_file("q9-manual.pdf", SECRET_PDF, mimetype="application/pdf")
+    await slack.event(share | {"files": [first]})  # autoindex off: a shared PDF is no one's business
+    await slack.bot.drain()
+    assert not slack.fake.calls_to("chat.postMessage") and not slack.fake.reactions
+
+    await slack.command("autoindex on", user="UPLAIN")
+    await slack.command("autoindex on")
+    await slack.bot.drain()
+    replies = [c.params["text"] for c in slack.fake.calls_to("response_url")]
+    assert "Only workspace admins" in replies[0] and "Autoindex is on" in replies[1]
+    event, _ = await slack.event(share | {"files": [first]})
+    await slack.bot.drain()
+    assert (CHANNEL, event["ts"], "inbox_tray") in slack.fake.reactions
+    assert "Indexed q9-manual.pdf" in slack.fake.calls_to("chat.update")[-1].params["text"]  # its progress, then this
+    thread = slack.fake.thread_text(event["ts"])
+    assert "autoindex on" in thread and "remove <document>" in thread
+    channel_docs = [d for d in await slack.service.real.documents(f"slack:T1/{CHANNEL}") if d.scope != "slack:T1"]
+    assert [d.title for d in channel_docs] == ["q9-manual.pdf"]
+    assert [d.scope for d in channel_docs] == [f"slack:T1/{CHANNEL}"]  # this channel's, not the workspace's
+    assert "q9-manual.pdf" not in [d.title for d in await slack.service.real.documents("slack:T1/C_OTHER")]
+
+    await slack.command("autoindex off")
+    await slack.bot.drain()
+    again, _ = await slack.event(share | {"files": [slack.image_file("q9-copy.pdf", SECRET_PDF, "application/pdf")]})
+    await slack.bot.drain()
+    assert not slack.fake.thread_text(again["ts"])
+
+
 class CannedService:
     """A service whose answer is given: for checking what is posted, not how it is found."""
 
