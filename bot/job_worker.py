@@ -9,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from core import Service, Settings, Worker, failure_reason, job_queue, job_runner
+from core import PixelragError, Service, Settings, Worker, failure_reason, job_queue, job_runner, queue_status
 
 log = logging.getLogger("pixelrag.worker")
 
@@ -52,4 +52,19 @@ async def background_worker(settings: Settings, service: Service) -> AsyncIterat
         except (TimeoutError, asyncio.CancelledError):
             task.cancel()
             log.warning("stopped during an indexing job; another worker takes it once its lease lapses")
+        await queue.close()
+
+
+async def queue_summary(settings: Settings, scope: str) -> dict | None:
+    """core.queue_status as `scope` sees it; None where no job was ever queued (nothing is created to
+    say so) or the queue cannot be read."""
+    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+        return None
+    queue = job_queue(settings)
+    try:
+        return await queue_status(await queue.open(), scope)
+    except PixelragError as exc:
+        log.warning("the job queue could not be read for %s: %s", scope, exc)
+        return None
+    finally:
         await queue.close()

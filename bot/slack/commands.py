@@ -23,7 +23,6 @@ from core import (
     indexing_scope,
     job_queue,
     own_scopes,
-    queue_status,
     tenant,
     unwatch,
     usage_summary,
@@ -31,6 +30,7 @@ from core import (
 )
 
 from ..background import BackgroundTasks
+from ..job_worker import queue_summary
 from . import render
 from .indexing import SlackIndexing
 from .middleware import AUTOINDEX
@@ -164,16 +164,10 @@ async def watch(settings: Settings, threads, sub: str, arg: str, scope: str, com
 
 
 async def watched_status(settings: Settings, scope: str) -> dict:
-    """The watched sources and jobs of this channel's collections, for `status` (none if none were ever made)."""
-    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+    """The watched sources and jobs of this channel's collections, for `status`."""
+    found = await queue_summary(settings, scope)
+    if found is None:
         return {}
-    queue = job_queue(settings)
-    try:
-        found = await queue_status(await queue.open(), scope)
-    except PixelragError as exc:
-        return {"jobs": f"unavailable: {exc}"}
-    finally:
-        await queue.close()
     return {
         "watched sources": "; ".join(found["sources"]) or "none",
         "indexing jobs": f"{found['jobs_queued']} waiting, {len(found['jobs_running'])} under way",

@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core import RemoteError, Service, ThreadMemory, tenant, usage_summary, workspace_of
 
 from ..gaps import DEFAULT_DAYS, gap_lines, gaps_for
+from ..job_worker import queue_summary
 from .home_view import home_view
 from .permissions import may_index
 from .settings import SlackSettings
@@ -77,4 +78,6 @@ class AppHome:
         if with_gaps:
             found, titles = await gaps_for(self.service, scope, DEFAULT_DAYS, self.threads)
             gaps = [gap_lines(gap, titles) for gap in found]
-        return home_view(documents, scope, indexing, self.command, costs, gaps)
+        queue = await queue_summary(self.service.settings, scope)
+        watched = queue["sources"] if queue else []
+        return home_view(documents, scope, indexing, self.command, costs, gaps, watched)

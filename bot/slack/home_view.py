@@ -9,6 +9,8 @@ are for messages only, so everything here is mrkdwn sections and context blocks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from core import Document, own_and_shared, plural
 
 from .render import SECTION_LIMIT, escape
@@ -75,6 +77,7 @@ def home_view(
     command: str = "/pixelrag",
     costs: dict[str, str] | None = None,
     gaps: list[list[str]] | None = None,
+    watched: Sequence[str] = (),
 ) -> dict:
     """The Home tab for a workspace (scope `slack:<team>`), with its usage (usage.summary) and its coverage
     gaps (each as bot/gaps.gap_lines gives it) when given."""
@@ -104,6 +107,9 @@ def home_view(
     if shared:
         blocks += document_blocks("Shared collection", "Added by the operator; every workspace searches them.", shared)
     blocks.append(context(f"Documents kept to one channel are searched there only: `{command} list` in it shows them."))
+    if watched:
+        blocks.append(section("*Kept current* (checked by the workers)"))
+        blocks += packed([f"• {escape(line)}" for line in watched[:MAX_LISTED]])
     blocks += [
         {"type": "divider"},
         header("Adding documents"),

@@ -155,6 +155,21 @@ async def test_home_tab_shows_admins_what_the_documents_could_not_answer(slack: 
     assert "could not answer" not in home_text(slack.fake, "U1")  # not an admin: not shown
 
 
+async def test_home_tab_lists_the_workspaces_watched_addresses(slack: Harness):
+    from core import job_queue, watch_address
+
+    queue = await job_queue(slack.service.real.settings).open()
+    try:
+        await watch_address(queue, "https://vendor.example/x9.pdf", "slack:T1")
+        await watch_address(queue, "https://other.example/secret.pdf", "slack:T2")
+    finally:
+        await queue.close()
+    await open_tab(slack, "home")
+    text = home_text(slack.fake)
+    assert "Kept current" in text and "vendor.example/x9.pdf" in text and "not yet checked" in text
+    assert "other.example" not in text  # another workspace's
+
+
 async def test_home_tab_is_refreshed_when_an_indexing_job_in_its_workspace_ends(slack: Harness):
     await open_tab(slack, "home", user="U1")
     await open_tab(slack, "home", user="U9", team="T2")
