@@ -49,6 +49,7 @@ async def cmd_worker(args) -> int:
     queue = await job_queue(settings).open()
     try:
         async with Service(settings) as service:
+            await service.warm_up_indexing()  # alive only once ready: its first job costs what the others do
             worker = Worker(queue, job_runner(service, queue), name=args.name, lease_s=settings.job_lease_s)
             print(f"pixelrag worker {worker.name}: taking jobs (Ctrl-C stops after the current one)", file=sys.stderr)
             done = await worker.work(stop)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import logging
 import time
 from collections.abc import Awaitable, Sequence
@@ -177,6 +178,12 @@ class Service:
 
     async def warm_up(self) -> None:
         await self.pages.warm_up()
+
+    async def warm_up_indexing(self) -> None:
+        """What a worker's first job would otherwise pay for, before it takes one: the store opened, the
+        backend made (its client libraries imported), the page rendering's libraries loaded."""
+        await self.warm_up()
+        await asyncio.to_thread(lambda: (self.backend, importlib.import_module("core.indexing.document")))
 
     async def count_index(self) -> None:
         """The index's documents and pages, into the metrics (every scope's)."""
