@@ -30,13 +30,12 @@ from core import (
     Service,
     ThreadMemory,
     gaps_csv,
-    key_scope,
 )
 
 from ..gaps import DEFAULT_DAYS, gap_record, gaps_for
 from .chat import ID, MAX_QUESTION
 from .compat import Compat
-from .for_agents import MAX_TOP, ForAgents, decoded_image
+from .for_agents import MAX_TOP, ForAgents, Refused, caller, decoded_image
 
 log = logging.getLogger("pixelrag.web")
 
@@ -62,15 +61,9 @@ class Api:
 
         async def keyed(request: web.Request) -> web.StreamResponse:
             try:
-                key = await key_scope(self.threads, request.headers.get("Authorization"))
-            except PixelragError as exc:
-                return refused(str(exc), 503)
-            if key is None:
-                return refused(
-                    "Send a pixelrag API key: Authorization: Bearer prk_… (pixelrag keys add NAME).",
-                    401,
-                    {"WWW-Authenticate": 'Bearer realm="pixelrag"'},
-                )
+                key = await caller(self.threads, request.headers.get("Authorization"))
+            except Refused as exc:
+                return refused(str(exc), exc.status, exc.headers)
             try:
                 return await handler(request, *key)
             except LimitReached as exc:

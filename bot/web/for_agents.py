@@ -22,6 +22,7 @@ from core import (
     Step,
     TextDelta,
     ThreadMemory,
+    key_scope,
     validate_query_image,
 )
 
@@ -30,6 +31,31 @@ from .chat import step_record
 log = logging.getLogger("pixelrag.web")
 
 MAX_TOP = 100  # pages one search may rank: ranking more is cheap, but each may carry its image
+
+
+class Refused(Exception):
+    """A request without a key that opens anything, or whose key cannot be checked: its HTTP answer."""
+
+    def __init__(self, message: str, status: int, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.headers = status, headers
+
+
+async def caller(threads: ThreadMemory, authorization: str | None) -> tuple[str, str]:
+    """(key name, collection) of the API key an `Authorization: Bearer …` header carries; Refused: 401
+    (with WWW-Authenticate) without a valid one, 503 when the keys cannot be read."""
+    try:
+        key = await key_scope(threads, authorization)
+    except PixelragError as exc:
+        raise Refused(str(exc), 503) from None
+    if key is None:
+        raise Refused(
+            "Send a pixelrag API key: Authorization: Bearer prk_… (pixelrag keys add NAME).",
+            401,
+            {"WWW-Authenticate": 'Bearer realm="pixelrag"'},
+        )
+    return key
+
 
 # (event name, data) as the HTTP API streams them: "step", "pages", "text"
 Heard = Callable[[str, dict], None]

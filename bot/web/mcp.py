@@ -40,11 +40,11 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from core import BadInput, PixelragError, QueryImage, Service, Settings, ThreadMemory, key_scope
+from core import BadInput, PixelragError, QueryImage, Service, Settings, ThreadMemory
 
 from .asgi import serve_asgi
 from .chat import ID, MAX_QUESTION
-from .for_agents import ForAgents, decoded_image
+from .for_agents import ForAgents, Refused, caller, decoded_image
 
 log = logging.getLogger("pixelrag.web")
 
@@ -280,18 +280,12 @@ class McpOverHttp:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            caller = await key_scope(self.threads, request.headers.get("Authorization"))
-        except PixelragError as exc:
-            return _refused(str(exc), 503)
-        if caller is None:
-            return _refused(
-                "Send a pixelrag API key: Authorization: Bearer prk_… (pixelrag keys add NAME).",
-                401,
-                {"WWW-Authenticate": 'Bearer realm="pixelrag"'},
-            )
+            found = await caller(self.threads, request.headers.get("Authorization"))
+        except Refused as exc:
+            return _refused(str(exc), exc.status, exc.headers)
         if request.method != "POST":  # stateless: no stream of the server's own to open, no session to end
             return _refused("Send MCP messages to /mcp as POST requests.", 405, {"Allow": "POST"})
-        return await serve_asgi(request, self.manager.handle_request, {CALLER_KEY: caller})
+        return await serve_asgi(request, self.manager.handle_request, {CALLER_KEY: found})
 
 
 def _caller_of_request(ctx: ServerRequestContext) -> Caller:
