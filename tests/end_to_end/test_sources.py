@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
+import time
 from pathlib import Path
 
 import pymupdf
@@ -14,7 +17,7 @@ from aiohttp import web
 
 from core import Service, Settings
 from tests.conftest import text_pdf
-from tests.end_to_end.web_process import pixelrag
+from tests.end_to_end.web_process import environment, pixelrag, web_process
 
 PRIVATE = {"PIXELRAG_ALLOW_PRIVATE_URLS": "1"}  # the loopback server is a private address
 
@@ -135,12 +138,6 @@ async def test_a_watched_address_costs_one_304_when_unchanged_and_keeps_its_last
 
 
 async def test_a_worker_checks_each_source_on_its_schedule(tmp_path):
-    import signal
-    import sys
-    import time
-
-    from tests.end_to_end.web_process import environment
-
     index, folder = tmp_path / "index", tmp_path / "shared-drive"
     index.mkdir()
     folder.mkdir()
@@ -166,10 +163,6 @@ async def test_a_worker_checks_each_source_on_its_schedule(tmp_path):
 
 
 async def test_a_chat_process_runs_a_worker_unless_told_not_to(tmp_path):
-    import time
-
-    from tests.end_to_end.web_process import web_process
-
     index, folder = tmp_path / "index", tmp_path / "drive"
     index.mkdir()
     folder.mkdir()
