@@ -7,19 +7,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from core import PixelragError, Service, Settings, Worker, failure_reason, job_queue, job_runner, queue_status
+from core import (
+    PixelragError,
+    Service,
+    Settings,
+    WatchedSource,
+    Worker,
+    failing_to_tell,
+    failure_reason,
+    hide_credentials,
+    job_queue,
+    job_runner,
+    queue_status,
+)
 
 log = logging.getLogger("pixelrag.worker")
 
 RETRY_S = 10.0  # after the queue itself failed (the database away): tried again, waiting twice as long each time
 MAX_RETRY_S = 600.0
 STOP_S = 30.0  # a job under way may finish within this when the process stops; else its lease lapses
+TELL_EVERY_S = 300.0  # how often a chat process looks for watched sources failing for a day
+
+# (platform, post(channel target, text)): how a chat process tells a channel its watched source keeps failing
+Telling = tuple[str, Callable[[str, str], Awaitable[None]]]
 
 
 @contextlib.asynccontextmanager
-async def background_worker(settings: Settings, service: Service) -> AsyncIterator[Worker | None]:
+async def background_worker(
+    settings: Settings, service: Service, telling: Telling | None = None
+) -> AsyncIterator[Worker | None]:
+    """The worker (unless PIXELRAG_WORKERS=0) and, with `telling`, the watch on failing sources."""
+    if telling is not None:
+        async with _telling(settings, *telling), _working(settings, service) as worker:
+            yield worker
+    else:
+        async with _working(settings, service) as worker:
+            yield worker
+
+
+@contextlib.asynccontextmanager
+async def _working(settings: Settings, service: Service) -> AsyncIterator[Worker | None]:
     if not settings.workers:
         yield None
         return
@@ -53,6 +82,55 @@ async def background_worker(settings: Settings, service: Service) -> AsyncIterat
             task.cancel()
             log.warning("stopped during an indexing job; another worker takes it once its lease lapses")
         await queue.close()
+
+
+@contextlib.asynccontextmanager
+async def _telling(
+    settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]
+) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+
+    async def watching() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), TELL_EVERY_S)
+            if not stop.is_set():
+                await tell_failing(settings, platform, post)
+
+    task = asyncio.create_task(watching(), name="pixelrag-tell-failing")
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+async def tell_failing(settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]) -> int:
+    """Tell each channel of `platform` whose watched source has failed for a day, once; how many were."""
+    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+        return 0
+    queue = job_queue(settings)
+    told = 0
+    try:
+        for source in await failing_to_tell(await queue.open(), platform):
+            try:
+                await post(source.notify.split(":", 2)[2], failing_text(source))
+                told += 1
+            except Exception as exc:  # the channel gone, the bot removed from it: logged, not retried
+                log.warning("could not tell %s that %s keeps failing: %s", source.notify, source.id, exc)
+    except PixelragError as exc:
+        log.warning("watched sources not looked at: %s", exc)
+    finally:
+        await queue.close()
+    return told
+
+
+def failing_text(source: WatchedSource) -> str:
+    """What a channel is told (plain text: each platform escapes it)."""
+    return (
+        f"The watched address {hide_credentials(source.location)} has failed for a day: {source.result} "
+        "Its last good version is still searched; `status` shows its checks, `unwatch` stops them."
+    )
 
 
 async def queue_summary(settings: Settings, scope: str) -> dict | None:

@@ -29,7 +29,7 @@ from .errors import (
 )
 from .indexing.queue_status import queue_status
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
-from .indexing.watching import new_source, schedule_seconds, unwatch, watch_address, watched_named
+from .indexing.watching import failing_to_tell, new_source, schedule_seconds, unwatch, watch_address, watched_named
 from .indexing.worker import Worker, job_runner, new_jobs
 from .links import LinkRefused
 from .markup import literal
@@ -53,6 +53,7 @@ from .records import (
     Step,
     TextDelta,
     Turn,
+    WatchedSource,
 )
 from .scopes import (
     channel_of,
@@ -109,6 +110,7 @@ __all__ = [
     "ThreadKey",
     "ThreadMemory",
     "Turn",
+    "WatchedSource",
     "Worker",
     "add_key",
     "attachment_kind",
@@ -117,6 +119,7 @@ __all__ = [
     "choose_indexing_place",
     "collection",
     "coverage_gaps",
+    "failing_to_tell",
     "failure_reason",
     "first_line",
     "flag",

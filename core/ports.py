@@ -307,5 +307,8 @@ class JobQueue(Protocol):
 
     async def remove_source(self, source_id: str) -> bool: ...
 
+    async def tell_once(self, source_id: str, now: float) -> bool:
+        """Mark the source's current failure told; False when it is told already (or not failing)."""
+
     async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
         """The sources whose check is due, each held `hold_s` ahead so that no other process takes it too."""

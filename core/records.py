@@ -170,6 +170,8 @@ class WatchedSource:
     failing_since: float = 0.0  # 0 while it succeeds
     failures: int = 0  # checks failed in a row (the retry waits double each time)
     seen: dict = field(default_factory=dict)  # folder: {path: [size, mtime_ns]}; address: its validators
+    notify: str = ""  # the chat channel that added it ("slack:T1:C9", "discord:G:C"), told when it keeps failing
+    told: float = 0.0  # when that channel was told of the current failure
 
 
 @dataclass(frozen=True)

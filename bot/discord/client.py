@@ -18,6 +18,7 @@ from .cogs import DocumentsCog, QuestionsCog
 from .commands import DiscordCommands
 from .feedback import FeedbackButton
 from .questions import DiscordQuestions
+from .render import NO_PINGS, shown_text
 from .settings import DiscordSettings, threads_db
 
 log = logging.getLogger("pixelrag.discord")
@@ -99,8 +100,14 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
         return await gateway_connected(clients[-1])() if clients else "not connected to Discord's gateway"
 
     probes = await serve_health(health_port, service, connected) if health_port else None
+
+    async def tell(channel_id: str, text: str) -> None:
+        client = clients[-1]
+        channel = client.get_channel(int(channel_id)) or await client.fetch_channel(int(channel_id))
+        await channel.send(f"⚠️ {shown_text(text)}", allowed_mentions=NO_PINGS)  # type: ignore[union-attr]
+
     try:
-        async with background_worker(settings, service):
+        async with background_worker(settings, service, ("discord", tell)):
             wait = LOGIN_RETRY_FIRST_S
             while True:
                 clients[:] = [build_client(service, threads, settings, options)]

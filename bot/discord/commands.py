@@ -122,7 +122,8 @@ class DiscordCommands:
             scope = await indexing_scope(self.threads, _scope(interaction), where)
             queue = await job_queue(self.settings).open()
             try:
-                source = await watch_address(queue, url.strip(), scope)
+                notify = f"discord:{interaction.guild_id}:{interaction.channel_id}"
+                source = await watch_address(queue, url.strip(), scope, notify=notify)
             finally:
                 await queue.close()
             place = PLACES["channel" if channel_of(scope) else "workspace"]

@@ -108,7 +108,17 @@ class SlackCommands:
                 await self.threads.choose("slack", team, f"{AUTOINDEX}:{command.get('channel_id')}", arg.lower())
                 await respond(render.autoindex_text(arg.lower() == "on", self.settings.command))
             elif sub in ("watch", "unwatch"):
-                await respond(await watch(self.service.settings, self.threads, sub, arg, scope, self.settings.command))
+                await respond(
+                    await watch(
+                        self.service.settings,
+                        self.threads,
+                        sub,
+                        arg,
+                        scope,
+                        self.settings.command,
+                        command.get("channel_id", ""),
+                    )
+                )
             elif sub == "index":
                 target, _, place = arg.partition(" ")
                 url = target.strip("<>").split("|")[0]
@@ -139,7 +149,7 @@ class SlackCommands:
             await respond(f":warning: `{self.settings.command} {sub}` failed. The details are in the bot's log.")
 
 
-async def watch(settings: Settings, threads, sub: str, arg: str, scope: str, command: str) -> str:
+async def watch(settings: Settings, threads, sub: str, arg: str, scope: str, command: str, channel: str) -> str:
     """`watch <url> [channel|workspace]`: the address kept current in that collection (checked daily by
     the workers); `unwatch <url or id>`: no longer (its document stays: `remove` removes it)."""
     target, _, place = arg.partition(" ")
@@ -153,7 +163,7 @@ async def watch(settings: Settings, threads, sub: str, arg: str, scope: str, com
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"`{arg}` is not a URL. Use `{command} watch https://…/file.pdf`.")
         into = await indexing_scope(threads, scope, place.strip().lower() or None)
-        await watch_address(queue, url, into)
+        await watch_address(queue, url, into, notify=f"slack:{tenant(scope)[1]}:{channel}")
     finally:
         await queue.close()
     where = "this channel" if channel_of(into) else "this workspace"

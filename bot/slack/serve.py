@@ -12,6 +12,7 @@ from core import BadInput, Service, Settings, thread_memory
 from ..health import Check, add_routes, serve_health
 from ..job_worker import background_worker
 from .app import build_app
+from .render import escape
 from .settings import SlackSettings
 
 log = logging.getLogger("pixelrag.slack")
@@ -32,8 +33,12 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     await service.warm_up()
     app, bot = build_app(settings, service, threads)
     await bot.identity.check()  # a refused token is logged now; deliveries wait until Slack takes it
+
+    async def tell(channel: str, text: str) -> None:
+        await app.client.chat_postMessage(channel=channel, text=f":warning: {escape(text)}")
+
     try:
-        async with background_worker(settings, service):
+        async with background_worker(settings, service, ("slack", tell)):
             if http:
                 await serve_http(app, port, service, bot.identity.readiness)
             else:

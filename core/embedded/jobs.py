@@ -31,11 +31,13 @@ CREATE TABLE IF NOT EXISTS sources (
     id TEXT PRIMARY KEY, location TEXT NOT NULL, scope TEXT NOT NULL, every_s REAL NOT NULL,
     recursive INTEGER NOT NULL, created REAL NOT NULL, next_check REAL NOT NULL, checked REAL NOT NULL DEFAULT 0,
     result TEXT NOT NULL DEFAULT '', failing_since REAL NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
-    seen TEXT NOT NULL DEFAULT '{}', UNIQUE (location, scope)
+    seen TEXT NOT NULL DEFAULT '{}', notify TEXT NOT NULL DEFAULT '', told REAL NOT NULL DEFAULT 0,
+    UNIQUE (location, scope)
 );
 """
 SOURCE_COLUMNS = (
-    "id, location, scope, every_s, recursive, created, next_check, checked, result, failing_since, failures, seen"
+    "id, location, scope, every_s, recursive, created, next_check, checked, result, failing_since, failures, seen,"
+    " notify, told"
 )
 COLUMNS = (
     "id, source, scope, title, kind, batch, state, worker, lease_until, attempts, created, finished, progress, outcome"
@@ -158,9 +160,9 @@ class EmbeddedJobs:
     async def add_source(self, source: WatchedSource) -> bool:
         db = await self._conn()
         cursor = await db.execute(
-            f"INSERT OR IGNORE INTO sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', 0, 0, '{{}}')",
+            f"INSERT OR IGNORE INTO sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', 0, 0, '{{}}', ?, 0)",
             (source.id, source.location, source.scope, source.every_s, int(source.recursive), source.created,
-             source.next_check),
+             source.next_check, source.notify),
         )  # fmt: skip
         return cursor.rowcount == 1
 
@@ -178,6 +180,13 @@ class EmbeddedJobs:
     async def remove_source(self, source_id: str) -> bool:
         db = await self._conn()
         return (await db.execute("DELETE FROM sources WHERE id = ?", (source_id,))).rowcount == 1
+
+    async def tell_once(self, source_id: str, now: float) -> bool:
+        db = await self._conn()
+        cursor = await db.execute(
+            "UPDATE sources SET told = ? WHERE id = ? AND failures > 0 AND told < failing_since", (now, source_id)
+        )
+        return cursor.rowcount == 1
 
     async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
         """The sources due for a check, each moved `hold_s` ahead so that no other process queues it too."""
@@ -231,4 +240,6 @@ def source_of_row(row) -> WatchedSource:
         failing_since=row[9],
         failures=row[10],
         seen=json.loads(row[11]) if isinstance(row[11], str) else dict(row[11]),
+        notify=row[12],
+        told=float(row[13]),
     )

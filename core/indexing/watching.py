@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,11 +66,15 @@ def new_source(location: str, scope: str, every_s: float, recursive: bool = Fals
 WATCH_EVERY_S = 24 * 3600.0  # an address a chat watches is asked once a day: a new revision is not urgent
 
 
-async def watch_address(queue: JobQueue, url: str, scope: str) -> WatchedSource:
-    """A chat's `watch <url>`: the address kept current in `scope`, checked daily by the workers."""
+TELL_AFTER_S = 24 * 3600.0  # a source failing this long is told to the channel that added it, once
+
+
+async def watch_address(queue: JobQueue, url: str, scope: str, notify: str = "") -> WatchedSource:
+    """A chat's `watch <url>`: the address kept current in `scope`, checked daily by the workers; `notify`
+    names the channel to tell if it keeps failing."""
     if not url.startswith(("http://", "https://")):
         raise BadInput(f"{hide_credentials(url)} is not the http(s) address of a PDF.")
-    source = new_source(url, scope, WATCH_EVERY_S)
+    source = replace(new_source(url, scope, WATCH_EVERY_S), notify=notify)
     if not await queue.add_source(source):
         raise BadInput(f"{hide_credentials(url)} is watched here already.")
     return source
@@ -81,6 +86,18 @@ async def unwatch(queue: JobQueue, own: list[str], name: str) -> WatchedSource:
     source = watched_named([s for s in await queue.sources() if s.scope in own], name)
     await queue.remove_source(source.id)
     return source
+
+
+async def failing_to_tell(queue: JobQueue, platform: str, now: float | None = None) -> list[WatchedSource]:
+    """The sources added from `platform`'s channels that have failed for a day and whose channel has not
+    been told of this failure: each marked told (once, whichever process gets there first)."""
+    now = time.time() if now is None else now
+    out = []
+    for source in await queue.sources():
+        failing_long = source.failures and source.failing_since <= now - TELL_AFTER_S
+        if source.notify.startswith(f"{platform}:") and failing_long and await queue.tell_once(source.id, now):
+            out.append(source)
+    return out
 
 
 def watched_named(sources: list[WatchedSource], name: str) -> WatchedSource:

@@ -154,7 +154,8 @@ MIGRATIONS = (
         recursive BOOLEAN NOT NULL, created DOUBLE PRECISION NOT NULL, next_check DOUBLE PRECISION NOT NULL,
         checked DOUBLE PRECISION NOT NULL DEFAULT 0, result TEXT NOT NULL DEFAULT '',
         failing_since DOUBLE PRECISION NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
-        seen JSONB NOT NULL DEFAULT '{}', UNIQUE (location, scope)
+        seen JSONB NOT NULL DEFAULT '{}', notify TEXT NOT NULL DEFAULT '',
+        told DOUBLE PRECISION NOT NULL DEFAULT 0, UNIQUE (location, scope)
     );
     """,
 )

@@ -105,10 +105,10 @@ class PostgresJobs:
     # --- watched sources ----------------------------------------------------------------------------
     async def add_source(self, source: WatchedSource) -> bool:
         count = await self._run(
-            f"INSERT INTO pixelrag_watched ({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, 0, '', 0, 0, '{{}}')"
-            " ON CONFLICT DO NOTHING",
+            f"INSERT INTO pixelrag_watched ({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, 0, '', 0, 0, '{{}}',"
+            " %s, 0) ON CONFLICT DO NOTHING",
             (source.id, source.location, source.scope, source.every_s, source.recursive, source.created,
-             source.next_check),
+             source.next_check, source.notify),
         )  # fmt: skip
         return count == 1
 
@@ -125,6 +125,13 @@ class PostgresJobs:
 
     async def remove_source(self, source_id: str) -> bool:
         return await self._run("DELETE FROM pixelrag_watched WHERE id = %s", (source_id,)) == 1
+
+    async def tell_once(self, source_id: str, now: float) -> bool:
+        count = await self._run(
+            "UPDATE pixelrag_watched SET told = %s WHERE id = %s AND failures > 0 AND told < failing_since",
+            (now, source_id),
+        )
+        return count == 1
 
     async def due(self, now: float, hold_s: float) -> list[WatchedSource]:
         rows = await self._run(

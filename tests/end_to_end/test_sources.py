@@ -178,3 +178,36 @@ async def test_a_chat_process_runs_a_worker_unless_told_not_to(tmp_path):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.5)
         assert len(json.loads((await run(index, "jobs", "--json")).stdout)["workers"]) == 1
+
+
+async def test_a_source_failing_for_a_day_is_told_to_its_channel_once(tmp_path):
+    from bot.job_worker import tell_failing
+    from core import job_queue, watch_address
+
+    settings = Settings(index_dir=tmp_path / "index")
+    queue = await job_queue(settings).open()
+    try:
+        failing = await watch_address(queue, "https://vendor.example/x9.pdf", "slack:T1/C9", notify="slack:T1:C9")
+        recent = await watch_address(queue, "https://vendor.example/y1.pdf", "slack:T1", notify="slack:T1:C7")
+        other = await watch_address(queue, "https://vendor.example/z2.pdf", "discord:G1", notify="discord:G1:42")
+        day_ago = time.time() - 25 * 3600
+        for source, since in ((failing, day_ago), (recent, time.time() - 3600), (other, day_ago)):
+            await queue.checked(source.id, {"failures": 3, "failing_since": since, "result": "HTTP 404."})
+    finally:
+        await queue.close()
+    told: list[tuple[str, str]] = []
+
+    async def post(channel: str, text: str) -> None:
+        told.append((channel, text))
+
+    assert await tell_failing(settings, "slack", post) == 1
+    [(channel, text)] = told
+    assert channel == "C9" and "vendor.example/x9.pdf has failed for a day: HTTP 404." in text
+    assert await tell_failing(settings, "slack", post) == 0  # once
+    queue = await job_queue(settings).open()
+    try:  # told two days ago, recovered, failing again for a day since: a new failure, told again
+        await queue.checked(failing.id, {"told": time.time() - 48 * 3600, "failing_since": time.time() - 24.5 * 3600})
+    finally:
+        await queue.close()
+    assert await tell_failing(settings, "slack", post) == 1 and len(told) == 2
+    assert await tell_failing(settings, "discord", post) == 1 and told[-1][0] == "42"

@@ -101,3 +101,16 @@ async def test_workers_say_they_are_alive(queue):
     assert [w for w, _ in await queue.workers(now - 120)] == ["w2"]
     await queue.beat("w1", now)
     assert [w for w, _ in await queue.workers(now - 120)] == ["w1", "w2"]
+
+
+async def test_a_failing_source_is_told_once_per_failure(queue):
+    from core import watch_address
+
+    source = await watch_address(queue, "https://vendor.example/x9.pdf", "slack:T1", notify="slack:T1:C9")
+    now = time.time()
+    assert not await queue.tell_once(source.id, now)  # not failing
+    await queue.checked(source.id, {"failures": 2, "failing_since": now - 90000, "result": "HTTP 404."})
+    assert await queue.tell_once(source.id, now)
+    assert not await queue.tell_once(source.id, now + 1)  # told already
+    [kept] = await queue.sources()
+    assert (kept.notify, kept.told, kept.result) == ("slack:T1:C9", now, "HTTP 404.")
