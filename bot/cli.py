@@ -154,11 +154,11 @@ def _status_line(key: str, value) -> str:
 
 async def indexing_queue(settings: Settings) -> dict:
     """The jobs, workers and watched sources; nothing where no job was ever queued (status creates no file)."""
-    from core import job_queue, queue_status
+    from core import existing_job_queue, queue_status
 
-    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+    queue = existing_job_queue(settings)
+    if queue is None:
         return {}
-    queue = job_queue(settings)
     try:
         return await queue_status(await queue.open())
     except PixelragError as exc:

@@ -15,6 +15,7 @@ from core import (
     Settings,
     WatchedSource,
     Worker,
+    existing_job_queue,
     failing_to_tell,
     failure_reason,
     hide_credentials,
@@ -107,9 +108,9 @@ async def _telling(
 
 async def tell_failing(settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]) -> int:
     """Tell each channel of `platform` whose watched source has failed for a day, once; how many were."""
-    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+    queue = existing_job_queue(settings)
+    if queue is None:
         return 0
-    queue = job_queue(settings)
     told = 0
     try:
         for source in await failing_to_tell(await queue.open(), platform):
@@ -136,9 +137,9 @@ def failing_text(source: WatchedSource) -> str:
 async def queue_summary(settings: Settings, scope: str) -> dict | None:
     """core.queue_status as `scope` sees it; None where no job was ever queued (nothing is created to
     say so) or the queue cannot be read."""
-    if not settings.database_url and not (settings.index_dir / "jobs.sqlite").exists():
+    queue = existing_job_queue(settings)
+    if queue is None:
         return None
-    queue = job_queue(settings)
     try:
         return await queue_status(await queue.open(), scope)
     except PixelragError as exc:

@@ -70,7 +70,7 @@ from .scopes import (
     workspace_of,
 )
 from .service import Service
-from .storage import job_queue, thread_memory
+from .storage import existing_job_queue, job_queue, thread_memory
 
 __all__ = [
     "Answer",
@@ -119,6 +119,7 @@ __all__ = [
     "choose_indexing_place",
     "collection",
     "coverage_gaps",
+    "existing_job_queue",
     "failing_to_tell",
     "failure_reason",
     "first_line",

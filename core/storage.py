@@ -32,10 +32,20 @@ def page_store(settings: Settings) -> PageStore:
     return EmbeddedPages(IndexFolder(settings.index_dir))
 
 
+JOBS_FILE = "jobs.sqlite"
+
+
 def job_queue(settings: Settings) -> JobQueue:
     """The indexing jobs, where the index is: a SQLite file beside the folder, or the database."""
     if settings.database_url:
         from .postgres.jobs import PostgresJobs
 
         return PostgresJobs(settings.database_url)
-    return EmbeddedJobs(settings.index_dir / "jobs.sqlite")
+    return EmbeddedJobs(settings.index_dir / JOBS_FILE)
+
+
+def existing_job_queue(settings: Settings) -> JobQueue | None:
+    """The job queue, or None where no job was ever queued: reading status creates no file."""
+    if not settings.database_url and not (settings.index_dir / JOBS_FILE).exists():
+        return None
+    return job_queue(settings)
