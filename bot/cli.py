@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core import (
     BadInput,
+    IndexRequests,
     PixelragError,
     Service,
     Settings,
@@ -21,7 +22,7 @@ from core import (
 )
 
 from .cli_arguments import build_parser
-from .cli_jobs import cmd_jobs, cmd_sources, cmd_worker, queue_index
+from .cli_jobs import cmd_jobs, cmd_sources, cmd_worker, located, queue_index
 from .cli_settings import settings_of as _settings
 from .logs import configure as configure_logs
 from .terminal import ProgressBar, exit_code, print_answer, print_report, printable, read_image, save_images
@@ -59,15 +60,20 @@ async def cmd_index(args) -> int:
     sources = pdf_sources(args.sources, args.recursive, bool(args.title))
     if args.detach:
         return await queue_index(_settings(args, existing=False), sources, args.title or (), args.json)
-    async with Service(_settings(args, existing=False)) as service:
-        report = await service.index(sources, titles=args.title or (), progress=ProgressBar())
+    settings = _settings(args, existing=False)
+    async with Service(settings) as service:
+        # Queued as jobs and worked on here; any `pixelrag worker` running meanwhile helps.
+        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s)
+        report = await requests.index(located(sources), titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 
 
 async def cmd_reindex(args) -> int:
-    async with Service(_settings(args)) as service:
-        report = await service.reindex(args.scope, args.document, progress=ProgressBar())
+    settings = _settings(args)
+    async with Service(settings) as service:
+        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s)
+        report = await requests.reindex(args.scope, args.document, progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
 

@@ -10,18 +10,30 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from core import SHARED_SCOPE, BadInput, Service, Settings, hide_credentials
+from core import SHARED_SCOPE, BadInput, Service, Settings, hide_credentials, is_url
 
 from .cli_settings import settings_of as _settings
 from .terminal import printable
 
 
+def located(sources: list[str]) -> list[str]:
+    """Paths made absolute, as a job may be done by a worker elsewhere; one that is not there stays as
+    given, so that its message names it as it was typed."""
+    return [str(Path(s).resolve()) if not is_url(s) and _exists(s) else s for s in sources]
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except OSError:  # a name too long for the file system
+        return False
+
+
 async def queue_index(settings, sources: list[str], titles, as_json: bool) -> int:
     """`index --detach`: a job per PDF for the workers; paths made absolute, as a worker may run elsewhere."""
-    from core import is_url, job_queue, new_jobs
+    from core import job_queue, new_jobs
 
-    located = [s if is_url(s) else str(Path(s).resolve()) for s in sources]
-    batch, jobs = new_jobs(located, SHARED_SCOPE, titles)
+    batch, jobs = new_jobs(located(sources), SHARED_SCOPE, titles)
     queue = await job_queue(settings).open()
     try:
         await queue.add(jobs)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from core import SHARED_SCOPE, Conversation, EmbeddedThreads, PixelragError, QueryImage, Service, Settings
 
+from .cli_jobs import located
 from .terminal import ProgressBar, print_answer, print_report, printable, read_image, save_images
 
 HELP = """Ask a question about the indexed PDFs. Follow-ups remember this thread.
@@ -69,7 +70,7 @@ class Console:
             docs = await self.service.documents(SHARED_SCOPE)
             print(printable("\n".join(f"- {d.title} ({d.page_count} pages)" for d in docs)) or "No documents yet.")
         elif command == "/index":
-            print_report(await self.service.index([arg], progress=ProgressBar()), as_json=False)
+            print_report(await self.service.requests.index(located([arg]), progress=ProgressBar()), as_json=False)
         elif command == "/image":
             try:
                 self.images.append(read_image(arg))

@@ -271,8 +271,11 @@ class JobQueue(Protocol):
 
     async def close(self) -> None: ...
 
-    async def add(self, jobs: Sequence[Job]) -> None:
-        """Queue the jobs (their ids made by the caller)."""
+    async def add(self, jobs: Sequence[Job], uploads: Mapping[str, bytes] | None = None) -> None:
+        """Queue the jobs (their ids made by the caller), with the PDFs of upload jobs by job id."""
+
+    async def upload(self, job_id: str) -> bytes | None:
+        """An upload job's PDF, kept until the job ends."""
 
     async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
         """The oldest queued job (of `batch`, when given), or a running one whose lease ran out, now held
@@ -282,8 +285,12 @@ class JobQueue(Protocol):
     async def renew(self, job_id: str, worker: str, lease_s: float, progress: dict) -> bool:
         """Extend `worker`'s lease and note its progress; False when the job is no longer its own."""
 
-    async def finish(self, job_id: str, worker: str, state: str, outcome: str) -> bool:
-        """Mark the job done or failed with what came of it; False when it is no longer `worker`'s."""
+    async def finish(self, job_id: str, worker: str, state: str, outcome: str, result: dict) -> bool:
+        """Mark the job done or failed with what came of it (its upload let go of); False when it is no
+        longer `worker`'s."""
+
+    async def claim_telling(self, batch: str, now: float) -> bool:
+        """The right to tell the thread that asked for `batch` how it ended: True for one caller only."""
 
     async def jobs(self, batch: str | None = None, since: float = 0.0) -> list[Job]:
         """The jobs (of `batch`; created or finished since `since`, or unfinished), oldest first."""

@@ -131,6 +131,9 @@ class Exchange:
 
 
 JOB_STATES = ("queued", "running", "done", "failed")
+# index: a path or address; upload: a chat attachment's bytes, kept with the job until it ends; reindex: a
+# collection's documents (or one) fetched again; check: a watched source (core/indexing/watching.py)
+JOB_KINDS = ("index", "upload", "reindex", "check")
 
 
 @dataclass(frozen=True)
@@ -138,10 +141,11 @@ class Job:
     """One document to index, kept in the job queue (core/ports.JobQueue) until a worker has done it."""
 
     id: str
-    source: str  # index: a path or an http(s) address; check: the watched source's id
+    source: str  # index: a path or an http(s) address; upload: its file name; reindex: a document or "";
+    # check: the watched source's id
     scope: str  # the collection it joins
     title: str | None = None
-    kind: str = "index"  # "index" one document, "check" a watched source (core/indexing/watching.py)
+    kind: str = "index"  # JOB_KINDS
     batch: str = ""  # the request it belongs to: one command's, one chat message's
     state: str = "queued"  # JOB_STATES
     worker: str = ""  # who holds it (running) or last held it
@@ -151,6 +155,9 @@ class Job:
     finished: float = 0.0
     progress: dict = field(default_factory=dict)  # {"stage", "done", "total"} as the worker last said
     outcome: str = ""  # done: what was indexed; failed: why
+    result: dict = field(default_factory=dict)  # done: its IndexReport as JSON; failed: {"error": class name}
+    notify: str = ""  # the chat thread that asked ("slack:T1:C9:1700000000.000100"), told when the request ends
+    told: float = 0.0  # when that thread was told
 
 
 @dataclass(frozen=True)

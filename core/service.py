@@ -20,6 +20,7 @@ from .config import Settings
 from .diagnosis import Check, Finding, gemini_findings, index_findings, run_checks, typesafe_findings
 from .errors import PixelragError
 from .indexing import Indexer, ProgressFn
+from .indexing.requests import IndexRequests
 from .indexing.sources import Source
 from .links import Links
 from .metrics import INDEX_DOCUMENTS, INDEX_PAGES
@@ -57,6 +58,11 @@ class Service:
     def answerer(self) -> Answerer:
         """Made on first use: a command that only indexes never builds it (nor its page selector)."""
         return Answerer(self.settings, self.pages, lambda: self.backend)
+
+    @functools.cached_property
+    def requests(self) -> IndexRequests:
+        """Indexing asked for in a chat, as jobs: worked on here unless PIXELRAG_WORKERS=0."""
+        return IndexRequests(self, work_here=self.settings.workers > 0, lease_s=self.settings.job_lease_s)
 
     @property
     def backend(self) -> Backend:

@@ -67,8 +67,8 @@ def brochure_index(tmp_path_factory, brochure) -> Path:
 
 @pytest.fixture(autouse=True)
 def no_leftover_database_threads():
-    """A thread store left open keeps a non-daemon aiosqlite thread alive, and the interpreter then
-    never exits: fail the test that leaves one behind, not the whole run at its end."""
+    """A thread store or job queue left open keeps a non-daemon aiosqlite thread alive, and the interpreter
+    then never exits: fail the test that leaves one behind, not the whole run at its end."""
     import threading
 
     before = {t.ident for t in threading.enumerate()}
@@ -80,7 +80,7 @@ def no_leftover_database_threads():
     ]
     for t in left:
         t.join(2)
-    assert not [t for t in left if t.is_alive()], "a EmbeddedThreads was left open"
+    assert not [t for t in left if t.is_alive()], "an aiosqlite connection (thread memory, job queue) was left open"
 
 
 @pytest.fixture(scope="session")

@@ -69,9 +69,11 @@ class DiscordCommands:
                     if kind(attachment) != "pdf":
                         raise BadInput(f"{attachment.filename}: only PDFs can be indexed.")
                     data = await self.files.download(attachment, self.settings.max_pdf_bytes)
-                    report = await self.service.index_bytes(data, attachment.filename, scope=scope, progress=notice)
+                    report = await self.service.requests.index_bytes(
+                        data, attachment.filename, scope=scope, progress=notice
+                    )
                 elif url and url.strip():
-                    report = await self.service.index([url.strip()], scope=scope, progress=notice)
+                    report = await self.service.requests.index([url.strip()], scope=scope, progress=notice)
                 else:
                     raise BadInput("Give a PDF URL or attach a PDF to index.")
             await replier.send_all(text_messages(describe_report(report) + place_note(scope, report)))
@@ -82,7 +84,7 @@ class DiscordCommands:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
-                report = await self.service.reindex(_scope(interaction), document or None, progress=notice)
+                report = await self.service.requests.reindex(_scope(interaction), document or None, progress=notice)
             await replier.send_all(text_messages(describe_report(report)))
 
     async def docs(self, interaction: discord.Interaction) -> None:

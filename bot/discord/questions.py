@@ -189,7 +189,7 @@ class DiscordQuestions:
         for att in [a for a in message.attachments if kind(a) == "pdf"]:
             try:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
-                report = await self.service.index_bytes(data, att.filename, scope=scope)
+                report = await self.service.requests.index_bytes(data, att.filename, scope=scope)
                 lines.append(describe_report(report) + place_note(scope, report))
             except PixelragError as exc:
                 text = str(exc)
@@ -215,7 +215,7 @@ class DiscordQuestions:
             try:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
                 async with ProgressNotice(lambda text: status.edit(content=text)) as notice:
-                    report = await self.service.index_bytes(data, att.filename, scope=scope, progress=notice)
+                    report = await self.service.requests.index_bytes(data, att.filename, scope=scope, progress=notice)
                 lines.append(describe_report(report) + place_note(scope, report))
             except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
                 text = str(exc)

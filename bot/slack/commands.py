@@ -128,7 +128,7 @@ class SlackCommands:
                 await self.indexing.run(
                     channel,
                     hide_credentials(url),
-                    lambda p: self.service.index([url], scope=into, progress=p),
+                    lambda p: self.service.requests.index([url], scope=into, progress=p),
                     "Indexed",
                     respond,
                     scope=into,
@@ -137,7 +137,7 @@ class SlackCommands:
                 await self.indexing.run(
                     channel,
                     arg or "this channel's and workspace's documents",
-                    lambda p: self.service.reindex(scope, arg or None, progress=p),
+                    lambda p: self.service.requests.reindex(scope, arg or None, progress=p),
                     "Reindexed",
                     respond,
                     scope=scope,
@@ -178,9 +178,12 @@ async def watched_status(settings: Settings, scope: str) -> dict:
     found = await queue_summary(settings, scope)
     if found is None:
         return {}
+    running = found["jobs_running"]
     return {
         "watched sources": "; ".join(found["sources"]) or "none",
-        "indexing jobs": f"{found['jobs_queued']} waiting, {len(found['jobs_running'])} under way",
+        "indexing jobs": f"{found['jobs_queued']} waiting, {len(running)} under way"
+        + (f": {'; '.join(running)}" if running else ""),
+        "indexing workers alive": len(found["workers"]),
     }
 
 

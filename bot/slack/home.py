@@ -72,7 +72,6 @@ class AppHome:
 
     async def _view(self, scope: str, with_gaps: bool) -> dict:
         documents = await self.service.documents(scope)
-        indexing = self.service.indexing_now(scope)
         costs = await usage_summary([self.threads], *tenant(scope))
         gaps = None
         if with_gaps:
@@ -80,4 +79,7 @@ class AppHome:
             gaps = [gap_lines(gap, titles) for gap in found]
         queue = await queue_summary(self.service.settings, scope)
         watched = queue["sources"] if queue else []
+        # Jobs under way in any process (with their progress), and builds of this one that are not jobs.
+        indexing = queue["jobs_running"] if queue else []
+        indexing += [n for n in self.service.indexing_now(scope) if not any(j.startswith(n) for j in indexing)]
         return home_view(documents, scope, indexing, self.command, costs, gaps, watched)

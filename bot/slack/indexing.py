@@ -46,7 +46,7 @@ class SlackIndexing:
             await self.run(
                 thread,
                 hide_credentials(url),
-                lambda p: self.service.index([url], scope=scope, progress=p),
+                lambda p: self.service.requests.index([url], scope=scope, progress=p),
                 "Indexed",
                 scope=scope,
             )
@@ -117,4 +117,4 @@ class SlackIndexing:
 
 def _index_bytes(service: Service, data: bytes, name: str, scope: str) -> Work:
     """The job indexing one attachment (its bytes and name bound now, not when the job runs)."""
-    return lambda progress: service.index_bytes(data, name, scope=scope, progress=progress)
+    return lambda progress: service.requests.index_bytes(data, name, scope=scope, progress=progress)

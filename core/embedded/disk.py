@@ -4,6 +4,7 @@ made once by whichever process asks first."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -44,21 +45,36 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def not_a_folder(root: Path) -> IndexProblem:
+    return IndexProblem(
+        f"{root} is a file, not an index folder: give --index (or PIXELRAG_INDEX_DIR) a folder, or move the file away."
+    )
+
+
+@contextlib.contextmanager
+def folder_problems(root: Path):
+    """An OSError of making or writing the index folder `root`, said in one line as IndexProblem."""
+    try:
+        yield
+    except (FileExistsError, NotADirectoryError):
+        raise not_a_folder(root) from None
+    except PermissionError:
+        raise IndexProblem(
+            f"Cannot write to the index folder {root} (permission denied): run as a user who "
+            "may write there, or give --index another folder."
+        ) from None
+    except OSError as exc:
+        raise IndexProblem(f"Cannot use {root} as an index folder ({exc.strerror}).") from None
+
+
 class BuildLock:
     """An exclusive flock on the index directory, released on exit. Acquire it in a thread: it blocks.
     The lock file names the process holding it, so a waiting build can say whom it waits for."""
 
     def __init__(self, root: Path, on_wait: Callable[[str], None]):
-        try:
+        with folder_problems(root):
             root.mkdir(parents=True, exist_ok=True)
             self.handle = open(root / ".build.lock", "a+")
-        except PermissionError:
-            raise IndexProblem(
-                f"Cannot write to the index folder {root} (permission denied): run as a user who "
-                "may write there, or give --index another folder."
-            ) from None
-        except OSError as exc:
-            raise IndexProblem(f"Cannot use {root} as an index folder ({exc.strerror}).") from None
         try:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -30,7 +30,7 @@ from ..indexing.sources import read_recorded, recorded_path
 from ..ranking import bm25_file
 from ..ranking.bm25 import LexicalIndex, lexical_index, lexical_texts
 from ..records import Document, Page
-from .disk import BuildLock, fsync_dir, sha256_file, write_replacing
+from .disk import BuildLock, fsync_dir, not_a_folder, sha256_file, write_replacing
 from .snapshot_format import WORDS_FILE, Catalog, Snapshot, line_offsets, read_words, word_from_row, write_words
 
 FORMAT = 1
@@ -90,10 +90,7 @@ class IndexFolder:
     def check_folder(self) -> None:
         """IndexProblem when the index path cannot be an index folder."""
         if self.root.exists() and not self.root.is_dir():
-            raise IndexProblem(
-                f"{self.root} is a file, not an index folder: give --index (or PIXELRAG_INDEX_DIR) "
-                "a folder, or move the file away."
-            )
+            raise not_a_folder(self.root)
 
     def write_snapshot(
         self,

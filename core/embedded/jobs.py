@@ -8,7 +8,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import aiosqlite
 
 from ..errors import IndexProblem
 from ..records import Job, WatchedSource
+from .disk import folder_problems
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -24,6 +25,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempts INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0,
     progress TEXT NOT NULL DEFAULT '{}', outcome TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL DEFAULT 'index'
 );
+CREATE TABLE IF NOT EXISTS uploads (job_id TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (state, created);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch);
 CREATE TABLE IF NOT EXISTS workers (worker TEXT PRIMARY KEY, seen REAL NOT NULL);
@@ -40,8 +42,15 @@ SOURCE_COLUMNS = (
     " notify, told"
 )
 COLUMNS = (
-    "id, source, scope, title, kind, batch, state, worker, lease_until, attempts, created, finished, progress, outcome"
+    "id, source, scope, title, kind, batch, state, worker, lease_until, attempts, created, finished, progress, outcome,"
+    " result, notify, told"
 )
+# Added after the first release of the table: a file made then gets them on opening.
+ADDED = {
+    "result": "TEXT NOT NULL DEFAULT '{}'",
+    "notify": "TEXT NOT NULL DEFAULT ''",
+    "told": "REAL NOT NULL DEFAULT 0",
+}
 
 
 class EmbeddedJobs:
@@ -54,11 +63,12 @@ class EmbeddedJobs:
     async def open(self) -> EmbeddedJobs:
         async with self._opening:
             if self._db is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with folder_problems(self.path.parent):
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = await aiosqlite.connect(self.path, timeout=30, isolation_level=None)
                 try:
                     await db.execute("PRAGMA journal_mode=WAL")
-                    await db.executescript(SCHEMA)
+                    await _create(db)
                 except sqlite3.DatabaseError as exc:
                     await db.close()
                     raise IndexProblem(f"{self.path}: the job queue cannot be used ({exc}).") from None
@@ -75,13 +85,28 @@ class EmbeddedJobs:
         assert self._db is not None
         return self._db
 
-    async def add(self, jobs: Sequence[Job]) -> None:
+    async def add(self, jobs: Sequence[Job], uploads: Mapping[str, bytes] | None = None) -> None:
         db = await self._conn()
         now = time.time()
-        await db.executemany(
-            f"INSERT INTO jobs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, 0, '{{}}', '')",
-            [(j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now) for j in jobs],
-        )
+        async with self._taking:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                await db.executemany(
+                    f"INSERT INTO jobs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'queued', '', 0, 0, ?, 0, '{{}}', '',"
+                    " '{}', ?, 0)",
+                    [(j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now, j.notify) for j in jobs],
+                )
+                await db.executemany("INSERT INTO uploads VALUES (?, ?)", list((uploads or {}).items()))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+
+    async def upload(self, job_id: str) -> bytes | None:
+        db = await self._conn()
+        async with db.execute("SELECT data FROM uploads WHERE job_id = ?", (job_id,)) as cursor:
+            row = await cursor.fetchone()
+        return bytes(row[0]) if row else None
 
     async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
         db = await self._conn()
@@ -121,14 +146,29 @@ class EmbeddedJobs:
         )
         return cursor.rowcount == 1
 
-    async def finish(self, job_id: str, worker: str, state: str, outcome: str) -> bool:
+    async def finish(self, job_id: str, worker: str, state: str, outcome: str, result: dict) -> bool:
         db = await self._conn()
-        cursor = await db.execute(
-            "UPDATE jobs SET state = ?, outcome = ?, finished = ?, lease_until = 0 WHERE id = ? AND worker = ?"
-            " AND state = 'running'",
-            (state, outcome, time.time(), job_id, worker),
-        )
-        return cursor.rowcount == 1
+        async with self._taking:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = await db.execute(
+                    "UPDATE jobs SET state = ?, outcome = ?, result = ?, finished = ?, lease_until = 0 WHERE id = ?"
+                    " AND worker = ? AND state = 'running'",
+                    (state, outcome, json.dumps(result), time.time(), job_id, worker),
+                )
+                ended = cursor.rowcount == 1
+                if ended:
+                    await db.execute("DELETE FROM uploads WHERE job_id = ?", (job_id,))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return ended
+
+    async def claim_telling(self, batch: str, now: float) -> bool:
+        db = await self._conn()
+        cursor = await db.execute("UPDATE jobs SET told = ? WHERE batch = ? AND told = 0", (now, batch))
+        return cursor.rowcount > 0
 
     async def jobs(self, batch: str | None = None, since: float = 0.0) -> list[Job]:
         db = await self._conn()
@@ -206,6 +246,24 @@ class EmbeddedJobs:
         return [source_of_row(row) for row in rows]
 
 
+async def _create(db: aiosqlite.Connection) -> None:
+    """The tables, and the columns added since a file was made, in one transaction: two processes opening
+    the queue at once must not both add a column."""
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in filter(str.strip, SCHEMA.split(";")):
+            await db.execute(statement)
+        async with db.execute("PRAGMA table_info(jobs)") as cursor:
+            have = {row[1] for row in await cursor.fetchall()}
+        for column, declared in ADDED.items():
+            if column not in have:
+                await db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {declared}")
+        await db.execute("COMMIT")
+    except BaseException:
+        await db.execute("ROLLBACK")
+        raise
+
+
 def job_of_row(row) -> Job:
     """A job from its row (both stores' rows: PostgreSQL's JSON arrives decoded)."""
     return Job(
@@ -221,9 +279,17 @@ def job_of_row(row) -> Job:
         attempts=row[9],
         created=float(row[10]),
         finished=float(row[11]),
-        progress=json.loads(row[12]) if isinstance(row[12], str) else dict(row[12]),
+        progress=_decoded(row[12]),
         outcome=row[13],
+        result=_decoded(row[14]),
+        notify=row[15],
+        told=float(row[16]),
     )
+
+
+def _decoded(value) -> dict:
+    """A JSON column: SQLite's arrives as text, PostgreSQL's decoded."""
+    return json.loads(value) if isinstance(value, str) else dict(value)
 
 
 def source_of_row(row) -> WatchedSource:
@@ -239,7 +305,7 @@ def source_of_row(row) -> WatchedSource:
         result=row[8],
         failing_since=row[9],
         failures=row[10],
-        seen=json.loads(row[11]) if isinstance(row[11], str) else dict(row[11]),
+        seen=_decoded(row[11]),
         notify=row[12],
         told=float(row[13]),
     )

@@ -158,6 +158,12 @@ MIGRATIONS = (
         told DOUBLE PRECISION NOT NULL DEFAULT 0, UNIQUE (location, scope)
     );
     """,
+    # A job's result (its IndexReport), the thread to tell when it ends, and a chat attachment's bytes.
+    """
+    ALTER TABLE pixelrag_index_jobs ADD COLUMN result JSONB NOT NULL DEFAULT '{}',
+        ADD COLUMN notify TEXT NOT NULL DEFAULT '', ADD COLUMN told DOUBLE PRECISION NOT NULL DEFAULT 0;
+    CREATE TABLE pixelrag_index_uploads (job_id TEXT PRIMARY KEY, data BYTEA NOT NULL);
+    """,
 )
 
 

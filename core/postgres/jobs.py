@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..embedded.jobs import COLUMNS, SOURCE_COLUMNS, job_of_row, source_of_row
 from ..records import Job, WatchedSource
@@ -40,7 +40,7 @@ class PostgresJobs:
 
         return await retrying(run)
 
-    async def add(self, jobs: Sequence[Job]) -> None:
+    async def add(self, jobs: Sequence[Job], uploads: Mapping[str, bytes] | None = None) -> None:
         from psycopg.types.json import Jsonb
 
         now = time.time()
@@ -50,9 +50,16 @@ class PostgresJobs:
                 for j in jobs:
                     await conn.execute(
                         f"INSERT INTO pixelrag_index_jobs ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, 'queued', '',"
-                        " 0, 0, %s, 0, %s, '')",
-                        (j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now, Jsonb({})),
-                    )
+                        " 0, 0, %s, 0, %s, '', %s, %s, 0)",
+                        (j.id, j.source, j.scope, j.title, j.kind, j.batch, j.created or now, Jsonb({}), Jsonb({}),
+                         j.notify),
+                    )  # fmt: skip
+                for job_id, data in (uploads or {}).items():
+                    await conn.execute("INSERT INTO pixelrag_index_uploads VALUES (%s, %s)", (job_id, data))
+
+    async def upload(self, job_id: str) -> bytes | None:
+        rows = await self._run("SELECT data FROM pixelrag_index_uploads WHERE job_id = %s", (job_id,))
+        return bytes(rows[0][0]) if rows else None
 
     async def take(self, worker: str, lease_s: float, batch: str | None = None) -> Job | None:
         now = time.time()
@@ -75,13 +82,28 @@ class PostgresJobs:
         )
         return count == 1
 
-    async def finish(self, job_id: str, worker: str, state: str, outcome: str) -> bool:
-        count = await self._run(
-            "UPDATE pixelrag_index_jobs SET state = %s, outcome = %s, finished = %s, lease_until = 0 WHERE id = %s"
-            " AND worker = %s AND state = 'running'",
-            (state, outcome, time.time(), job_id, worker),
-        )
-        return count == 1
+    async def finish(self, job_id: str, worker: str, state: str, outcome: str, result: dict) -> bool:
+        from psycopg.types.json import Jsonb
+
+        async def ending() -> bool:
+            async with connected(self._pool) as conn:
+                async with conn.transaction():
+                    cursor = await conn.execute(
+                        "UPDATE pixelrag_index_jobs SET state = %s, outcome = %s, result = %s, finished = %s,"
+                        " lease_until = 0 WHERE id = %s AND worker = %s AND state = 'running'",
+                        (state, outcome, Jsonb(result), time.time(), job_id, worker),
+                    )
+                    if cursor.rowcount != 1:
+                        return False
+                    await conn.execute("DELETE FROM pixelrag_index_uploads WHERE job_id = %s", (job_id,))
+                    return True
+
+        await self.open()
+        return await retrying(ending)
+
+    async def claim_telling(self, batch: str, now: float) -> bool:
+        count = await self._run("UPDATE pixelrag_index_jobs SET told = %s WHERE batch = %s AND told = 0", (now, batch))
+        return count > 0
 
     async def jobs(self, batch: str | None = None, since: float = 0.0) -> list[Job]:
         where = "(state IN ('queued', 'running') OR created >= %s OR finished >= %s)"

@@ -234,18 +234,21 @@ def fake():
 
 @pytest.fixture
 async def make_harness(fake, tmp_path):
-    stores = []
+    stores, services = [], []
 
     async def make(settings: Settings | None = None, service: Service | None = None, threads=None) -> Harness:
         settings = settings or base_settings(fake, tmp_path)
         store = threads or EmbeddedThreads(tmp_path / "threads.sqlite")
         stores.append(store)
-        spy = SpyService(service or Service(settings))
+        services.append(service or Service(settings))
+        spy = SpyService(services[-1])
         return Harness(*build_app(settings, spy, store), fake, spy, store, settings)
 
     yield make
     for store in stores:
         await store.close()
+    for service in services:  # its job queue, opened by the first indexing
+        await service.close()
 
 
 @pytest.fixture

@@ -274,6 +274,11 @@ class FakeService:
             clarifying_question=self.clarify,
         )
 
+    @property
+    def requests(self):
+        """Indexing asked for in a chat (core.IndexRequests): recorded here, as the builds are."""
+        return self
+
     async def index_bytes(self, data, name, *, scope, title=None, progress=None):
         self.indexed.append((name, scope, len(data)))
         if progress:

@@ -27,7 +27,7 @@ async def test_a_job_ends_done_or_failed_with_its_outcome_and_is_counted(tmp_pat
                 raise BadInput("/bad.pdf: the PDF is encrypted.")
             if job.source == "/broken.pdf":
                 raise RuntimeError("a bug")
-            return f"indexed {job.source}"
+            return f"indexed {job.source}", {"pages_total": 1}
 
         before = {state: counted("index", state) for state in ("done", "failed")}
         assert await Worker(queue, run, name="w").work(batch=jobs[0].batch) == 3
@@ -35,6 +35,12 @@ async def test_a_job_ends_done_or_failed_with_its_outcome_and_is_counted(tmp_pat
         assert ended["/good.pdf"][0] == "done" and ended["/good.pdf"][1].startswith("indexed /good.pdf")
         assert ended["/bad.pdf"] == ("failed", "/bad.pdf: the PDF is encrypted.")
         assert ended["/broken.pdf"] == ("failed", "Something went wrong (RuntimeError); it was logged.")
+        results = {j.source: j.result for j in await queue.jobs()}
+        assert results == {
+            "/good.pdf": {"pages_total": 1},
+            "/bad.pdf": {"error": "BadInput"},
+            "/broken.pdf": {"error": "PixelragError"},
+        }
         assert counted("index", "done") - before["done"] == 1 and counted("index", "failed") - before["failed"] == 2
     finally:
         await queue.close()

@@ -276,13 +276,18 @@ def test_a_full_disk_is_one_line_and_the_index_is_kept(three_docs, capsys, monke
 
 def test_a_file_size_limit_is_one_line_and_leaves_nothing_behind(three_docs, capsys):
     # Before: under `ulimit -f`, EFBIG (unlike ENOSPC) was a traceback.
+    import random
     import resource
     import subprocess
     import sys
 
-    big = text_pdf(Path("big.pdf"), [f"Page {n}. " + "Gear G{n} torque table. " * 200 for n in range(60)])
+    # Words that do not compress: big.pdf is larger than the job queue's file (its half is the limit).
+    words = random.Random(7)
+    text = [" ".join(f"{words.randrange(16**8):08x}" for _ in range(400)) for _ in range(60)]
+    big = text_pdf(Path("big.pdf"), text)
     files = sorted(Path("index/sources").iterdir()) + sorted(Path("index/pages").iterdir())
     limit = big.stat().st_size // 2  # the stored copy of big.pdf cannot be written
+    assert limit > 2 * Path("index/jobs.sqlite").stat().st_size
 
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

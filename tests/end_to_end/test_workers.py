@@ -1,7 +1,7 @@
 """Indexing spread over workers: `pixelrag index --detach` queues six documents, two `pixelrag worker`
-processes share them, and one is killed with SIGKILL in the middle of a job. Every document must end up
-indexed exactly once, each page once, no job left running, nothing published twice; on the embedded
-store (an index folder) and on a real PostgreSQL alike."""
+processes share them (or a chat process, `pixelrag web`, and a worker), and one is killed with SIGKILL in
+the middle of a job. Every document must end up indexed exactly once, each page once, no job left running,
+nothing published twice; on the embedded store (an index folder) and on a real PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from core import Service, Settings, job_queue
-from tests.conftest import text_pdf
+from tests.conftest import closed_port, text_pdf
 from tests.end_to_end.web_process import environment, pixelrag
 
 DOCUMENTS = 6
@@ -27,18 +27,22 @@ def settings(request, tmp_path) -> Settings:
     return Settings(index_dir=tmp_path / "index", backend="local", database_url=url)
 
 
-async def start_worker(settings: Settings, name: str) -> asyncio.subprocess.Process:
+async def start_worker(settings: Settings, name: str, chat: bool = False) -> asyncio.subprocess.Process:
+    """`pixelrag worker --name NAME`; with `chat`, a chat process (`pixelrag web`) whose in-process worker
+    is named host:pid:… instead."""
     extra = {"PIXELRAG_JOB_LEASE_S": str(LEASE_S)}
     if settings.database_url:
         extra["PIXELRAG_DATABASE_URL"] = settings.database_url
+    command = ["web", "--port", str(closed_port())] if chat else ["worker", "--name", name]
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "worker", "--name", name, "--index", str(settings.index_dir),
+        sys.executable, "-m", "bot.cli", *command, "--index", str(settings.index_dir),
         env=environment(**extra), cwd=settings.index_dir.parent,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
 
 
-async def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(settings, tmp_path):
+@pytest.mark.parametrize("doomed_by", ["pixelrag worker", "a chat process"])
+async def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(settings, tmp_path, doomed_by):
     pdfs = [
         text_pdf(
             tmp_path / f"manual-{n}.pdf",
@@ -53,12 +57,13 @@ async def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(setting
     assert queued.stdout.count("queued: ") == DOCUMENTS
 
     queue = await job_queue(settings).open()
-    doomed = await start_worker(settings, "doomed")
+    doomed = await start_worker(settings, "doomed", chat=doomed_by == "a chat process")
+    holder = "doomed" if doomed_by == "pixelrag worker" else f":{doomed.pid}:"  # a chat's worker: host:pid:…
     survivor = None
     try:
         held = None
-        for _ in range(2400):  # killed the moment it holds a job: taken, not finished
-            held = next((j for j in await queue.jobs() if j.state == "running" and j.worker == "doomed"), None)
+        for _ in range(3000):  # killed the moment it holds a job: taken, not finished
+            held = next((j for j in await queue.jobs() if j.state == "running" and holder in j.worker), None)
             if held is not None:
                 doomed.kill()
                 break
@@ -67,7 +72,7 @@ async def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(setting
             raise AssertionError("the first worker took no job")
         await doomed.wait()
         [still] = [j for j in await queue.jobs() if j.id == held.id]
-        assert (still.state, still.worker) == ("running", "doomed")  # killed inside it
+        assert (still.state, still.worker) == ("running", held.worker)  # killed inside it
         survivor = await start_worker(settings, "survivor")
         deadline = time.monotonic() + 300
         while any(j.state in ("queued", "running") for j in await queue.jobs()):

@@ -57,11 +57,12 @@ async def test_a_job_ends_once_and_only_by_its_holder(queue):
     assert not await queue.renew(job.id, "w2", 30, {})
     [seen] = await queue.jobs()
     assert seen.state == "running" and seen.progress == {"stage": "embed", "done": 2, "total": 5}
-    assert not await queue.finish(job.id, "w2", "done", "")
-    assert await queue.finish(job.id, "w1", "done", "indexed A")
-    assert not await queue.finish(job.id, "w1", "failed", "twice")  # ended already
+    assert not await queue.finish(job.id, "w2", "done", "", {})
+    assert await queue.finish(job.id, "w1", "done", "indexed A", {"pages_total": 3, "documents": []})
+    assert not await queue.finish(job.id, "w1", "failed", "twice", {"error": "BadInput"})  # ended already
     [ended] = await queue.jobs()
     assert (ended.state, ended.outcome) == ("done", "indexed A") and ended.finished >= ended.created
+    assert ended.result == {"pages_total": 3, "documents": []}
     assert await queue.take("w1", 30) is None  # a done job is never taken again
     assert await queue.jobs(since=time.time() + 60) == []  # ended before then, not waiting: not listed
 
@@ -75,8 +76,8 @@ async def test_a_job_whose_lease_ran_out_is_taken_again_and_its_first_holder_los
     again = await queue.take("w2", 30)
     assert (again.id, again.worker, again.attempts) == (first.id, "w2", 2)
     assert not await queue.renew(first.id, "dead", 30, {})  # the first holder finds it gone
-    assert not await queue.finish(first.id, "dead", "done", "")
-    assert await queue.finish(first.id, "w2", "done", "indexed")
+    assert not await queue.finish(first.id, "dead", "done", "", {})
+    assert await queue.finish(first.id, "w2", "done", "indexed", {})
 
 
 async def test_takers_racing_never_get_the_same_job(settings, queue):
@@ -114,3 +115,47 @@ async def test_a_failing_source_is_told_once_per_failure(queue):
     assert not await queue.tell_once(source.id, now + 1)  # told already
     [kept] = await queue.sources()
     assert (kept.notify, kept.told, kept.result) == ("slack:T1:C9", now, "HTTP 404.")
+
+
+async def test_an_upload_is_kept_with_its_job_until_it_ends(queue):
+    _, jobs = new_jobs(["manual.pdf"], "slack:T1:C1", kind="upload", notify="slack:T1:C1:1.2")
+    await queue.add(jobs, {jobs[0].id: b"%PDF-1.7 \x00\xff"})
+    job = await queue.take("w1", 30)
+    assert (job.kind, job.source, job.notify) == ("upload", "manual.pdf", "slack:T1:C1:1.2")
+    assert await queue.upload(job.id) == b"%PDF-1.7 \x00\xff"
+    assert not await queue.finish(job.id, "w2", "done", "", {})
+    assert await queue.upload(job.id) is not None  # not its holder: nothing let go of
+    assert await queue.finish(job.id, "w1", "failed", "not a PDF", {"error": "BadInput"})
+    assert await queue.upload(job.id) is None
+
+
+async def test_a_request_is_told_once(queue):
+    batch, jobs = new_jobs(["/a.pdf", "/b.pdf"], "shared", notify="discord:G1:C1:M1")
+    await queue.add(jobs)
+    assert await queue.claim_telling(batch, time.time())
+    assert not await queue.claim_telling(batch, time.time())
+    assert all(j.told > 0 for j in await queue.jobs(batch))
+
+
+async def test_a_queue_file_from_before_results_gets_their_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "jobs.sqlite"
+    with sqlite3.connect(path) as db:  # the table as the first release made it
+        db.execute(
+            "CREATE TABLE jobs (id TEXT PRIMARY KEY, source TEXT NOT NULL, scope TEXT NOT NULL, title TEXT,"
+            " batch TEXT NOT NULL, state TEXT NOT NULL, worker TEXT NOT NULL DEFAULT '', lease_until REAL NOT NULL"
+            " DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, finished REAL NOT NULL DEFAULT"
+            " 0, progress TEXT NOT NULL DEFAULT '{}', outcome TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL DEFAULT"
+            " 'index')"
+        )
+        db.execute("INSERT INTO jobs (id, source, scope, batch, state, created) VALUES ('b-1', '/a.pdf', 'shared',"
+                   " 'b', 'queued', 1)")  # fmt: skip
+    queue = await EmbeddedJobs(path).open()
+    try:
+        job = await queue.take("w1", 30)
+        assert (job.id, job.result, job.notify) == ("b-1", {}, "")
+        assert await queue.finish(job.id, "w1", "done", "ok", {"pages_total": 1})
+        assert (await queue.jobs())[0].result == {"pages_total": 1}
+    finally:
+        await queue.close()

@@ -1,0 +1,133 @@
+"""Indexing someone asked for (`pixelrag index`, a chat's index command, a PDF shared in a chat) as jobs
+in the store's queue: one per PDF, queued together as one batch. The process that asked works on its
+batch itself when it may (other workers can take some of it meanwhile), else it waits for the workers;
+either way it follows the batch to its end, passing on the progress the jobs record, and gives back one
+IndexReport of them all, as a build in this process would."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import BadInput, Busy, IndexProblem, PixelragError
+from ..ports import JobQueue
+from ..records import SHARED_SCOPE, IndexReport, Job, Progress
+from ..storage import job_queue
+from .indexer import ProgressFn
+from .worker import POLL_S, Worker, job_runner, new_jobs, report_of
+
+if TYPE_CHECKING:
+    from ..service import Service
+
+ERRORS: dict[str, type[PixelragError]] = {e.__name__: e for e in (BadInput, Busy, IndexProblem)}
+
+
+class IndexRequests:
+    """Each request opens the queue and lets go of it when it ends: a bot holds no connection between."""
+
+    def __init__(self, service: Service, *, work_here: bool, lease_s: float):
+        self.service = service
+        self.work_here, self.lease_s = work_here, lease_s
+
+    async def index(
+        self,
+        sources: Sequence[str],
+        *,
+        titles: Sequence[str | None] = (),
+        scope: str = SHARED_SCOPE,
+        progress: ProgressFn | None = None,
+        notify: str = "",
+    ) -> IndexReport:
+        """PDFs by path (the shared collection only) or http(s) address."""
+        if len(titles) > len(sources):
+            raise BadInput(
+                f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
+                "PDF, in the same order."
+            )
+        return await self.asked(new_jobs(sources, scope, titles, notify=notify)[1], progress)
+
+    async def index_bytes(
+        self,
+        data: bytes,
+        name: str,
+        *,
+        scope: str,
+        title: str | None = None,
+        progress: ProgressFn | None = None,
+        notify: str = "",
+    ) -> IndexReport:
+        """A PDF received in a chat: its bytes are kept with the job until the job ends."""
+        limit = self.service.settings.max_pdf_bytes
+        if len(data) > limit:
+            raise BadInput(f"{name}: {len(data) / 1e6:.0f} MB is over the {limit / 1e6:.0f} MB limit.")
+        _, jobs = new_jobs([name], scope, [title], kind="upload", notify=notify)
+        return await self.asked(jobs, progress, {jobs[0].id: data})
+
+    async def reindex(
+        self, scope: str, document: str | None = None, progress: ProgressFn | None = None, notify: str = ""
+    ) -> IndexReport:
+        """A collection's documents (or one) fetched again from where they came from."""
+        return await self.asked(new_jobs([document or ""], scope, kind="reindex", notify=notify)[1], progress)
+
+    async def asked(
+        self, jobs: Sequence[Job], progress: ProgressFn | None, uploads: Mapping[str, bytes] | None = None
+    ) -> IndexReport:
+        """The jobs queued, then followed to their end."""
+        queue = await job_queue(self.service.settings).open()
+        try:
+            await queue.add(jobs, uploads)
+            return await self.follow(queue, jobs[0].batch, progress)
+        finally:
+            await queue.close()
+
+    async def follow(self, queue: JobQueue, batch: str, progress: ProgressFn | None) -> IndexReport:
+        """Work on the batch (when this process may), then wait for what others hold; its report."""
+        worker = Worker(queue, job_runner(self.service, queue), lease_s=self.lease_s, progress=progress)
+        if self.work_here:
+            await worker.work(batch=batch)
+        shown: dict = {}
+        while True:
+            jobs = await queue.jobs(batch)
+            if all(j.state in ("done", "failed") for j in jobs):
+                return merged(jobs)
+            if self.work_here and any(j.state == "queued" or _lapsed(j) for j in jobs):
+                await worker.work(batch=batch)  # a job another worker dropped (it died): taken again here
+                continue
+            for job in jobs:  # what the workers holding them last recorded
+                step = job.progress
+                if progress is not None and job.state == "running" and step.get("total") and step != shown:
+                    shown = step
+                    progress(Progress(step["stage"], step["done"], step["total"]))
+            await asyncio.sleep(POLL_S)
+
+
+def _lapsed(job: Job) -> bool:
+    return job.state == "running" and job.lease_until < time.time()
+
+
+def merged(jobs: Sequence[Job]) -> IndexReport:
+    """One report for a batch's jobs: their documents and counts together; a failed job's reason among
+    the skipped. When nothing was done at all, the first failure is raised as what it was."""
+    reports = [report_of(j.result) for j in jobs if j.state == "done" and j.result]
+    failed = [j for j in jobs if j.state == "failed"]
+    if not reports:
+        first = failed[0] if failed else None
+        kind = ERRORS.get(first.result.get("error", ""), PixelragError) if first else BadInput
+        messages = [j.outcome for j in failed if j.result.get("error") == "BadInput"] if kind is BadInput else []
+        raise kind("\n".join(messages) if messages else first.outcome if first else "Nothing to index.")
+    documents = [d for r in reports for d in r.documents]
+    made = {d.doc_id for d in documents}
+    unchanged = {d.doc_id: d for r in reports for d in r.unchanged if d.doc_id not in made}
+    last = reports[-1]
+    return IndexReport(
+        tuple(documents),
+        last.pages_total,
+        sum(r.pages_embedded for r in reports),
+        sum(r.pages_reused for r in reports),
+        last.snapshot,
+        tuple(m for r in reports for m in r.skipped) + tuple(j.outcome for j in failed),
+        tuple(unchanged.values()),
+        tuple(dict.fromkeys(w for r in reports for w in r.warnings)),
+    )
