@@ -22,6 +22,7 @@ from core import (
     job_queue,
     job_runner,
     queue_status,
+    told_later,
 )
 
 log = logging.getLogger("pixelrag.worker")
@@ -29,9 +30,9 @@ log = logging.getLogger("pixelrag.worker")
 RETRY_S = 10.0  # after the queue itself failed (the database away): tried again, waiting twice as long each time
 MAX_RETRY_S = 600.0
 STOP_S = 30.0  # a job under way may finish within this when the process stops; else its lease lapses
-TELL_EVERY_S = 300.0  # how often a chat process looks for watched sources failing for a day
+TELL_EVERY_S = 60.0  # how often a chat process looks for what to tell (see _telling)
 
-# (platform, post(channel target, text)): how a chat process tells a channel its watched source keeps failing
+# (platform, post(target, text)): how a chat process tells a channel ("C9") or a thread in it ("C9:ts")
 Telling = tuple[str, Callable[[str, str], Awaitable[None]]]
 
 
@@ -92,11 +93,13 @@ async def _telling(
     stop = asyncio.Event()
 
     async def watching() -> None:
+        """Watched sources failing for a day, and requests whose asking process died before they ended."""
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), TELL_EVERY_S)
             if not stop.is_set():
                 await tell_failing(settings, platform, post)
+                await tell_ended(settings, platform, post)
 
     task = asyncio.create_task(watching(), name="pixelrag-tell-failing")
     try:
@@ -126,10 +129,30 @@ async def tell_failing(settings: Settings, platform: str, post: Callable[[str, s
     return told
 
 
+async def tell_ended(settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]) -> int:
+    """Tell each thread of `platform` whose indexing request ended untold (core.told_later); how many."""
+    queue = existing_job_queue(settings)
+    if queue is None:
+        return 0
+    told = 0
+    try:
+        for where, text in await told_later(await queue.open(), platform):
+            try:
+                await post(where, text)
+                told += 1
+            except Exception as exc:  # the channel gone, the bot removed from it: logged, not retried
+                log.warning("could not tell %s that its indexing ended: %s", where, exc)
+    except PixelragError as exc:
+        log.warning("ended indexing requests not looked at: %s", exc)
+    finally:
+        await queue.close()
+    return told
+
+
 def failing_text(source: WatchedSource) -> str:
     """What a channel is told (plain text: each platform escapes it)."""
     return (
-        f"The watched address {hide_credentials(source.location)} has failed for a day: {source.result} "
+        f"⚠️ The watched address {hide_credentials(source.location)} has failed for a day: {source.result} "
         "Its last good version is still searched; `status` shows its checks, `unwatch` stops them."
     )
 

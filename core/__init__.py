@@ -28,7 +28,7 @@ from .errors import (
     plural,
 )
 from .indexing.queue_status import queue_status
-from .indexing.requests import IndexRequests
+from .indexing.requests import IndexRequests, told_later
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
 from .indexing.watching import failing_to_tell, new_source, schedule_seconds, unwatch, watch_address, watched_named
 from .indexing.worker import Worker, job_runner, new_jobs
@@ -155,6 +155,7 @@ __all__ = [
     "schedule_seconds",
     "tenant",
     "thread_memory",
+    "told_later",
     "unwatch",
     "usage_summary",
     "validate_query_image",

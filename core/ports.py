@@ -289,6 +289,10 @@ class JobQueue(Protocol):
         """Mark the job done or failed with what came of it (its upload let go of); False when it is no
         longer `worker`'s."""
 
+    async def untold(self, platform: str, ended_before: float) -> list[Job]:
+        """The jobs of requests from `platform`'s threads that all ended before `ended_before` and that
+        nobody has told yet (the process that asked died meanwhile)."""
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         """The right to tell the thread that asked for `batch` how it ended: True for one caller only."""
 

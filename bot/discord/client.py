@@ -104,7 +104,7 @@ async def serve(settings: Settings, health_port: int | None = None) -> None:
     async def tell(channel_id: str, text: str) -> None:
         client = clients[-1]
         channel = client.get_channel(int(channel_id)) or await client.fetch_channel(int(channel_id))
-        await channel.send(f"⚠️ {shown_text(text)}", allowed_mentions=NO_PINGS)  # type: ignore[union-attr]
+        await channel.send(shown_text(text), allowed_mentions=NO_PINGS)  # type: ignore[union-attr]
 
     try:
         async with background_worker(settings, service, ("discord", tell)):

@@ -70,10 +70,12 @@ class DiscordCommands:
                         raise BadInput(f"{attachment.filename}: only PDFs can be indexed.")
                     data = await self.files.download(attachment, self.settings.max_pdf_bytes)
                     report = await self.service.requests.index_bytes(
-                        data, attachment.filename, scope=scope, progress=notice
+                        data, attachment.filename, scope=scope, progress=notice, notify=_notify(interaction)
                     )
                 elif url and url.strip():
-                    report = await self.service.requests.index([url.strip()], scope=scope, progress=notice)
+                    report = await self.service.requests.index(
+                        [url.strip()], scope=scope, progress=notice, notify=_notify(interaction)
+                    )
                 else:
                     raise BadInput("Give a PDF URL or attach a PDF to index.")
             await replier.send_all(text_messages(describe_report(report) + place_note(scope, report)))
@@ -84,7 +86,9 @@ class DiscordCommands:
         await interaction.response.defer(thinking=True)
         async with Replier(interaction) as replier:
             async with ProgressNotice(lambda text: interaction.edit_original_response(content=text)) as notice:
-                report = await self.service.requests.reindex(_scope(interaction), document or None, progress=notice)
+                report = await self.service.requests.reindex(
+                    _scope(interaction), document or None, notice, _notify(interaction)
+                )
             await replier.send_all(text_messages(describe_report(report)))
 
     async def docs(self, interaction: discord.Interaction) -> None:
@@ -208,3 +212,8 @@ class DiscordCommands:
 
 def _scope(interaction: discord.Interaction) -> str:
     return scope_for(interaction.guild_id, interaction.channel)
+
+
+def _notify(interaction: discord.Interaction) -> str:
+    """Where the request is told its end should this process die first (core.told_later)."""
+    return f"discord:{interaction.guild_id}:{interaction.channel_id}"

@@ -189,7 +189,9 @@ class DiscordQuestions:
         for att in [a for a in message.attachments if kind(a) == "pdf"]:
             try:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
-                report = await self.service.requests.index_bytes(data, att.filename, scope=scope)
+                report = await self.service.requests.index_bytes(
+                    data, att.filename, scope=scope, notify=f"discord:{message.guild.id}:{message.channel.id}"
+                )
                 lines.append(describe_report(report) + place_note(scope, report))
             except PixelragError as exc:
                 text = str(exc)
@@ -207,6 +209,7 @@ class DiscordQuestions:
             await say(place, self.permissions.refusal())
             return
         scope = await indexing_scope(self.threads, scope_for(message.guild.id, message.channel))
+        notify = f"discord:{message.guild.id}:{place.id}"  # told there should this process die first
         status = await place.send(
             content=f"⏳ Indexing {shown_text(', '.join(a.filename for a in pdfs))}…", allowed_mentions=NO_PINGS
         )
@@ -215,7 +218,13 @@ class DiscordQuestions:
             try:
                 data = await self.files.download(att, self.settings.max_pdf_bytes)
                 async with ProgressNotice(lambda text: status.edit(content=text)) as notice:
-                    report = await self.service.requests.index_bytes(data, att.filename, scope=scope, progress=notice)
+                    report = await self.service.requests.index_bytes(
+                        data,
+                        att.filename,
+                        scope=scope,
+                        progress=notice,
+                        notify=notify,
+                    )
                 lines.append(describe_report(report) + place_note(scope, report))
             except PixelragError as exc:  # most messages name the file already ("a.pdf: not a PDF.")
                 text = str(exc)

@@ -32,7 +32,7 @@ from core import (
 from ..background import BackgroundTasks
 from ..job_worker import queue_summary
 from . import render
-from .indexing import SlackIndexing
+from .indexing import SlackIndexing, notify_of
 from .middleware import AUTOINDEX
 from .permissions import REFUSAL, may_index
 from .replies import Thread
@@ -125,10 +125,11 @@ class SlackCommands:
                 if not url.startswith(("http://", "https://")):
                     raise BadInput(f"`{arg}` is not a URL. Use `{self.settings.command} index https://…/file.pdf`.")
                 into = await indexing_scope(self.threads, scope, place.strip().lower() or None)
+                told = notify_of(channel, into)
                 await self.indexing.run(
                     channel,
                     hide_credentials(url),
-                    lambda p: self.service.requests.index([url], scope=into, progress=p),
+                    lambda p: self.service.requests.index([url], scope=into, progress=p, notify=told),
                     "Indexed",
                     respond,
                     scope=into,
@@ -137,7 +138,7 @@ class SlackCommands:
                 await self.indexing.run(
                     channel,
                     arg or "this channel's and workspace's documents",
-                    lambda p: self.service.requests.reindex(scope, arg or None, progress=p),
+                    lambda p: self.service.requests.reindex(scope, arg or None, p, notify_of(channel, scope)),
                     "Reindexed",
                     respond,
                     scope=scope,

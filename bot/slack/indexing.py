@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core import Busy, IndexReport, PixelragError, Progress, Service, hide_credentials
+from core import Busy, IndexReport, PixelragError, Progress, Service, hide_credentials, workspace_of
 
 from ..progress import ThrottledProgress
 from . import render
@@ -46,7 +46,7 @@ class SlackIndexing:
             await self.run(
                 thread,
                 hide_credentials(url),
-                lambda p: self.service.requests.index([url], scope=scope, progress=p),
+                lambda p: self.service.requests.index([url], scope=scope, progress=p, notify=notify_of(thread, scope)),
                 "Indexed",
                 scope=scope,
             )
@@ -58,7 +58,8 @@ class SlackIndexing:
             except PixelragError as exc:
                 await thread.warn(str(exc))
                 continue
-            await self.run(thread, name, _index_bytes(self.service, data, name, scope), "Indexed", scope=scope)
+            work = _index_bytes(self.service, data, name, scope, notify_of(thread, scope))
+            await self.run(thread, name, work, "Indexed", scope=scope)
 
     async def run(
         self,
@@ -115,6 +116,12 @@ class SlackIndexing:
             await respond(final)
 
 
-def _index_bytes(service: Service, data: bytes, name: str, scope: str) -> Work:
+def _index_bytes(service: Service, data: bytes, name: str, scope: str, notify: str) -> Work:
     """The job indexing one attachment (its bytes and name bound now, not when the job runs)."""
-    return lambda progress: service.requests.index_bytes(data, name, scope=scope, progress=progress)
+    return lambda progress: service.requests.index_bytes(data, name, scope=scope, progress=progress, notify=notify)
+
+
+def notify_of(thread: Thread, scope: str) -> str:
+    """Where a request from `thread` is told its end, should this process die before it can
+    (core.told_later): slack:TEAM:CHANNEL[:THREAD_TS]."""
+    return ":".join([workspace_of(scope), thread.channel] + ([thread.thread_ts] if thread.thread_ts else []))

@@ -34,8 +34,9 @@ async def serve(settings: Settings, *, http: bool = False, port: int = 3000, hea
     app, bot = build_app(settings, service, threads)
     await bot.identity.check()  # a refused token is logged now; deliveries wait until Slack takes it
 
-    async def tell(channel: str, text: str) -> None:
-        await app.client.chat_postMessage(channel=channel, text=f":warning: {escape(text)}")
+    async def tell(target: str, text: str) -> None:
+        channel, _, thread_ts = target.partition(":")
+        await app.client.chat_postMessage(channel=channel, thread_ts=thread_ts or None, text=escape(text))
 
     try:
         async with background_worker(settings, service, ("slack", tell)):

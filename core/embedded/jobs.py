@@ -165,6 +165,16 @@ class EmbeddedJobs:
                 raise
         return ended
 
+    async def untold(self, platform: str, ended_before: float) -> list[Job]:
+        db = await self._conn()
+        async with db.execute(
+            f"SELECT {COLUMNS} FROM jobs WHERE told = 0 AND notify LIKE ? AND batch IN (SELECT batch FROM jobs"
+            " GROUP BY batch HAVING sum(state IN ('queued', 'running')) = 0 AND max(finished) < ?)"
+            " ORDER BY created, id",
+            (f"{platform}:%", ended_before),
+        ) as cursor:
+            return [job_of_row(row) for row in await cursor.fetchall()]
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         db = await self._conn()
         cursor = await db.execute("UPDATE jobs SET told = ? WHERE batch = ? AND told = 0", (now, batch))

@@ -78,7 +78,13 @@ class IndexRequests:
         queue = await job_queue(self.service.settings).open()
         try:
             await queue.add(jobs, uploads)
-            return await self.follow(queue, jobs[0].batch, progress)
+            try:
+                report = await self.follow(queue, jobs[0].batch, progress)
+            except PixelragError:
+                await _told(queue, jobs[0])
+                raise
+            await _told(queue, jobs[0])
+            return report
         finally:
             await queue.close()
 
@@ -101,6 +107,13 @@ class IndexRequests:
                     shown = step
                     progress(Progress(step["stage"], step["done"], step["total"]))
             await asyncio.sleep(POLL_S)
+
+
+async def _told(queue: JobQueue, job: Job) -> None:
+    """The caller tells the thread how its request ended: no other process is to (told_later). A process
+    stopped while following its request gets here not at all."""
+    if job.notify:
+        await queue.claim_telling(job.batch, time.time())
 
 
 def _lapsed(job: Job) -> bool:
@@ -131,3 +144,22 @@ def merged(jobs: Sequence[Job]) -> IndexReport:
         tuple(unchanged.values()),
         tuple(dict.fromkeys(w for r in reports for w in r.warnings)),
     )
+
+
+TELL_AFTER_S = 60.0  # a request its own process has not told within this after it ended: that process died
+
+
+async def told_later(queue: JobQueue, platform: str) -> list[tuple[str, str]]:
+    """(where, what) for each request from `platform`'s threads that ended untold, now claimed: where is
+    the channel, and the thread in it if any ("C9:1700000000.000100"); what, a line per job."""
+    batches: dict[str, list[Job]] = {}
+    for job in await queue.untold(platform, time.time() - TELL_AFTER_S):
+        batches.setdefault(job.batch, []).append(job)
+    told = []
+    for batch, jobs in batches.items():
+        if await queue.claim_telling(batch, time.time()):
+            lines = [("✅ " if j.state == "done" else "⚠️ ") + j.outcome for j in jobs]
+            told.append(
+                (jobs[0].notify.split(":", 2)[2], "The indexing asked for here has ended:\n" + "\n".join(lines))
+            )
+    return told

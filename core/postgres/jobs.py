@@ -101,6 +101,15 @@ class PostgresJobs:
         await self.open()
         return await retrying(ending)
 
+    async def untold(self, platform: str, ended_before: float) -> list[Job]:
+        rows = await self._run(
+            f"SELECT {COLUMNS} FROM pixelrag_index_jobs WHERE told = 0 AND notify LIKE %s AND batch IN (SELECT"
+            " batch FROM pixelrag_index_jobs GROUP BY batch HAVING count(*) FILTER (WHERE state IN ('queued',"
+            " 'running')) = 0 AND max(finished) < %s) ORDER BY created, id",
+            (f"{platform}:%", ended_before),
+        )
+        return [job_of_row(row) for row in rows]
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         count = await self._run("UPDATE pixelrag_index_jobs SET told = %s WHERE batch = %s AND told = 0", (now, batch))
         return count > 0

@@ -279,18 +279,18 @@ class FakeService:
         """Indexing asked for in a chat (core.IndexRequests): recorded here, as the builds are."""
         return self
 
-    async def index_bytes(self, data, name, *, scope, title=None, progress=None):
+    async def index_bytes(self, data, name, *, scope, title=None, progress=None, notify=""):
         self.indexed.append((name, scope, len(data)))
         if progress:
             progress(Progress("render", 1, 1, name))
         doc = Document("a" * 16, title or name.removesuffix(".pdf"), name, "a" * 64, 1, scope)
         return IndexReport((doc,), 1, 1, 0, "snap")
 
-    async def index(self, sources, *, titles=(), scope=SHARED_SCOPE, progress=None):
+    async def index(self, sources, *, titles=(), scope=SHARED_SCOPE, progress=None, notify=""):
         self.indexed.extend((s, scope, 0) for s in sources)
         return IndexReport((), 0, 0, 0, "snap")
 
-    async def reindex(self, scope, document=None, progress=None):
+    async def reindex(self, scope, document=None, progress=None, notify=""):
         return IndexReport((), 0, 0, 0, "snap")
 
     async def remove(self, scope, document):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core import BadInput, IndexRequests, Progress, Service, Settings, Worker, job_queue, job_runner
+from core import BadInput, IndexRequests, Progress, Service, Settings, Worker, job_queue, job_runner, told_later
 from core.records import Job
 from tests.conftest import text_pdf
 
@@ -114,3 +114,30 @@ async def test_reindex_is_a_job_too(service, tmp_path):
     report = await requests(service).reindex("shared")
     assert [d.title for d in report.documents] == ["relay.pdf"] and report.pages_embedded == 1
     assert [j.kind for j in await queued(service.settings)] == ["index", "reindex"]
+
+
+async def test_a_request_whose_process_died_is_told_once_by_another(service, settings, tmp_path, monkeypatch):
+    import core.indexing.requests
+
+    monkeypatch.setattr(core.indexing.requests, "TELL_AFTER_S", 0.0)
+    relay = text_pdf(tmp_path / "relay.pdf", ["Relay R200 switches 16 A."])
+    pump = text_pdf(tmp_path / "pump.pdf", ["Pump P9 weighs 2.6 kg."])
+    await requests(service).index([str(pump)], notify="slack:T1:C9:1.1")  # told by the process that asked
+    asked = asyncio.create_task(
+        requests(service, work_here=False).index([str(relay)], notify="slack:T1:C9:1700000000.000100")
+    )
+    await asyncio.sleep(0.5)
+    asked.cancel()  # the process that asked stops before its job is done
+    with pytest.raises(asyncio.CancelledError):
+        await asked
+    queue = await job_queue(settings).open()
+    try:
+        assert await told_later(queue, "slack") == []  # not ended yet
+        await Worker(queue, job_runner(service, queue), name="elsewhere").work(batch=(await queue.jobs())[-1].batch)
+        assert await told_later(queue, "discord") == []
+        [(where, text)] = await told_later(queue, "slack")
+        assert where == "C9:1700000000.000100"
+        assert text.startswith("The indexing asked for here has ended:\n✅ indexed relay.pdf (1 pages")
+        assert await told_later(queue, "slack") == []  # once
+    finally:
+        await queue.close()
