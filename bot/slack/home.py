@@ -82,4 +82,8 @@ class AppHome:
         # Jobs under way in any process (with their progress), and builds of this one that are not jobs.
         indexing = queue["jobs_running"] if queue else []
         indexing += [n for n in self.service.indexing_now(scope) if not any(j.startswith(n) for j in indexing)]
-        return home_view(documents, scope, indexing, self.command, costs, gaps, watched)
+        note = ""
+        if queue and (indexing or queue["jobs_queued"]):
+            workers = len(queue["workers"])
+            note = f"Jobs waiting: {queue['jobs_queued']}; indexing workers alive: {workers}."
+        return home_view(documents, scope, indexing, self.command, costs, gaps, watched, note)

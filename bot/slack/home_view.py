@@ -78,9 +78,11 @@ def home_view(
     costs: dict[str, str] | None = None,
     gaps: list[list[str]] | None = None,
     watched: Sequence[str] = (),
+    queue_note: str = "",
 ) -> dict:
     """The Home tab for a workspace (scope `slack:<team>`), with its usage (usage.summary) and its coverage
-    gaps (each as bot/gaps.gap_lines gives it) when given."""
+    gaps (each as bot/gaps.gap_lines gives it) when given; `queue_note`: the jobs waiting and the workers
+    alive."""
     own, shared = own_and_shared(documents, scope)
     blocks = [
         header("pixelrag: answers from your PDFs"),
@@ -100,6 +102,8 @@ def home_view(
                 "they are done; this tab updates then."
             )
         )
+    if queue_note:
+        blocks.append(context(escape(queue_note)))
     if not documents:
         blocks.append(section("No documents yet: add one as shown below."))
     if own:

@@ -126,10 +126,12 @@ def merged(jobs: Sequence[Job]) -> IndexReport:
     reports = [report_of(j.result) for j in jobs if j.state == "done" and j.result]
     failed = [j for j in jobs if j.state == "failed"]
     if not reports:
-        first = failed[0] if failed else None
-        kind = ERRORS.get(first.result.get("error", ""), PixelragError) if first else BadInput
-        messages = [j.outcome for j in failed if j.result.get("error") == "BadInput"] if kind is BadInput else []
-        raise kind("\n".join(messages) if messages else first.outcome if first else "Nothing to index.")
+        if not failed:
+            raise BadInput("Nothing to index.")
+        kind = ERRORS.get(failed[0].result.get("error", ""), PixelragError)
+        if kind is BadInput:  # every PDF refused: all their reasons, as one build gave them
+            raise BadInput("\n".join(j.outcome for j in failed if j.result.get("error") == "BadInput"))
+        raise kind(failed[0].outcome)
     documents = [d for r in reports for d in r.documents]
     made = {d.doc_id for d in documents}
     unchanged = {d.doc_id: d for r in reports for d in r.unchanged if d.doc_id not in made}

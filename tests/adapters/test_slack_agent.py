@@ -155,6 +155,30 @@ async def test_home_tab_shows_admins_what_the_documents_could_not_answer(slack: 
     assert "could not answer" not in home_text(slack.fake, "U1")  # not an admin: not shown
 
 
+async def test_home_tab_shows_jobs_under_way_in_any_process_with_their_progress(slack: Harness):
+    import time
+
+    from core import job_queue, new_jobs
+
+    queue = await job_queue(slack.service.real.settings).open()
+    try:  # another process's worker halfway through an upload, another waiting; another workspace's jobs
+        _, mine = new_jobs(["manual.pdf", "next.pdf"], "slack:T1", kind="upload")
+        _, theirs = new_jobs(["/srv/secret-plans.pdf", "their.pdf"], "slack:T2", kind="upload")
+        await queue.add(mine + theirs, {j.id: b"%PDF" for j in mine + theirs})
+        job = await queue.take("host-b:77:abc", 60, batch=mine[0].batch)
+        await queue.renew(
+            job.id, "host-b:77:abc", 60, {"stage": "embed", "done": 10, "total": 40, "since": time.time() - 5}
+        )
+        await queue.beat("host-b:77:abc", time.time())
+    finally:
+        await queue.close()
+    await open_tab(slack, "home")
+    text = home_text(slack.fake)
+    assert "Indexing now:* manual.pdf (embed 10/40, 2.0/s, about 15 s left)" in text, text
+    assert "Jobs waiting: 1; indexing workers alive: 1." in text  # T2's jobs neither counted nor named
+    assert "secret-plans" not in text and "their.pdf" not in text and "host-b" not in text
+
+
 async def test_home_tab_lists_the_workspaces_watched_addresses(slack: Harness):
     from core import job_queue, watch_address
 

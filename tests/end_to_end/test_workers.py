@@ -100,3 +100,37 @@ async def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(setting
     assert all(d.page_count == PAGES for d in documents) and status["pages"] == DOCUMENTS * PAGES
     if settings.database_url:  # each publication is a version: one per document, none twice
         assert status["snapshot"] == f"database version {DOCUMENTS}"
+
+
+async def test_index_works_on_its_own_jobs_while_a_worker_helps_and_reports_them_all(settings, tmp_path):
+    import json
+
+    pdfs = [
+        text_pdf(tmp_path / f"guide-{n}.pdf", [f"Guide {n}, page {p}: valve V{n}-{p}." for p in range(1, PAGES + 1)])
+        for n in range(1, DOCUMENTS + 1)
+    ]
+    settings.index_dir.mkdir()
+    env = {"PIXELRAG_DATABASE_URL": settings.database_url} if settings.database_url else {}
+    queue = await job_queue(settings).open()
+    helper = await start_worker(settings, "helper")
+    try:
+        for _ in range(600):  # alive once its backend is loaded
+            if await queue.workers(time.time() - 60):
+                break
+            await asyncio.sleep(0.1)
+        done = await asyncio.to_thread(pixelrag, settings.index_dir, "index", "--json", *map(str, pdfs), env=env)
+        jobs = await queue.jobs()
+    finally:
+        helper.send_signal(signal.SIGTERM)
+        stderr = (await helper.stderr.read()).decode()
+        assert await helper.wait() == 0, stderr
+        await queue.close()
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(d["file_name"] for d in report["documents"]) == sorted(
+        p.name for p in pdfs
+    )  # its own and the helper's
+    assert report["pages_embedded"] == DOCUMENTS * PAGES and report["skipped"] == []
+    assert [j.state for j in jobs] == ["done"] * DOCUMENTS
+    workers = {j.worker for j in jobs}
+    assert "helper" in workers and len(workers) == 2, workers  # the command did some, the worker the rest
