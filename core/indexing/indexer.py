@@ -56,11 +56,7 @@ class Indexer:
     ) -> IndexReport:
         """Index PDFs given as paths or URLs into one new snapshot. Paths only for the shared collection,
         unless `operator` (a folder the operator watches for a chat's collection): a chat names URLs."""
-        if len(titles) > len(sources):
-            raise BadInput(
-                f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
-                "PDF, in the same order."
-            )
+        check_titles(sources, titles)
         # What is asked for stays claimed until this build is over: the same address sent twice at once is
         # downloaded and built once, and the second request is told so.
         with _claimed(self._requested, {(scope, hide_credentials(item)) for item in sources}):
@@ -340,6 +336,15 @@ def _replaced(documents: list[Document], source: Source, where: str) -> list[Doc
     """The documents without those a new version replaces: from the same place (path, URL, attachment name)
     or with the same content in this collection. Two "manual.pdf" from different URLs both stay."""
     return [d for d in documents if not (d.scope == where and (d.source == source.origin or d.sha256 == source.sha256))]
+
+
+def check_titles(sources: Sequence[str], titles: Sequence[str | None]) -> None:
+    """BadInput when more titles are given than PDFs."""
+    if len(titles) > len(sources):
+        raise BadInput(
+            f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
+            "PDF, in the same order."
+        )
 
 
 def _disk_problem(exc: OSError) -> IndexProblem:

@@ -15,7 +15,7 @@ from ..errors import BadInput, Busy, IndexProblem, PixelragError
 from ..ports import JobQueue
 from ..records import SHARED_SCOPE, IndexReport, Job, Progress
 from ..storage import job_queue
-from .indexer import ProgressFn
+from .indexer import ProgressFn, check_titles
 from .worker import POLL_S, Worker, job_runner, new_jobs, report_of
 
 if TYPE_CHECKING:
@@ -41,11 +41,7 @@ class IndexRequests:
         notify: str = "",
     ) -> IndexReport:
         """PDFs by path (the shared collection only) or http(s) address."""
-        if len(titles) > len(sources):
-            raise BadInput(
-                f"{len(titles)} titles were given for {len(sources)} PDF(s); give at most one --title per "
-                "PDF, in the same order."
-            )
+        check_titles(sources, titles)
         return await self.asked(new_jobs(sources, scope, titles, notify=notify)[1], progress)
 
     async def index_bytes(
