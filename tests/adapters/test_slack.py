@@ -677,6 +677,35 @@ async def test_index_url_acknowledged_with_progress_and_summary(slack: Harness):
     assert not [d for d in await slack.service.real.documents("slack:T2") if d.title == "q9-manual.pdf"]
 
 
+async def test_a_replica_without_a_worker_leaves_the_index_to_one_and_says_how_it_ended(make_harness, fake, tmp_path):
+    # PIXELRAG_WORKERS=0: the bot only queues; a worker of another process indexes, and the bot's progress
+    # message, fed from what that worker records, ends with the summary.
+    import asyncio
+
+    from core import Service, Worker, job_queue, job_runner, told_later
+
+    settings = base_settings(fake, tmp_path).with_(workers=0)
+    slack = await make_harness(settings)
+    url = fake.add_public_file("q9-manual.pdf", SECRET_PDF)
+    assert (await slack.command(f"index {url}")).status == 200
+    await asyncio.sleep(1.5)
+    assert not await slack.service.real.documents("slack:T1")  # nobody here indexes it
+    async with Service(settings) as elsewhere:
+        queue = await job_queue(settings).open()
+        stop = asyncio.Event()
+        working = asyncio.create_task(Worker(queue, job_runner(elsewhere, queue), name="elsewhere").work(stop))
+        await slack.bot.drain()
+        stop.set()
+        await working
+        [job] = await queue.jobs()
+        assert (job.worker, job.state, job.notify) == ("elsewhere", "done", f"slack:T1:{CHANNEL}")
+        assert await told_later(queue, "slack") == []  # the bot told it itself
+        await queue.close()
+    final = fake.calls_to("chat.update")[-1].params["text"]
+    assert "Indexed" in final and "q9-manual.pdf" in final and "1 page." in final
+    assert [d.title for d in await slack.service.real.documents("slack:T1")] == ["q9-manual.pdf"]
+
+
 async def test_a_password_in_an_index_address_appears_in_no_message(slack: Harness):
     # Before: "Indexing http://admin:hunter2@…" was posted to the channel, and the 404 repeated it.
     good = slack.fake.add_public_file("q9-manual.pdf", SECRET_PDF).replace("://", "://admin:hunter2@")
