@@ -104,6 +104,10 @@ class DocumentsCog(commands.Cog, name="Documents"):
     async def autoindex(self, interaction: discord.Interaction, on: bool):
         await self.documents.autoindex(interaction, on)
 
+    @app_commands.command(name="status", description="Indexing under way, jobs waiting, workers, watched addresses")
+    async def status(self, interaction: discord.Interaction):
+        await self.documents.status(interaction)
+
     @app_commands.command(name="docs", description="List the documents I can answer from here")
     async def docs(self, interaction: discord.Interaction):
         await self.documents.docs(interaction)

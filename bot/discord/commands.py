@@ -11,6 +11,7 @@ import logging
 import discord
 from discord import app_commands
 
+from bot.job_worker import queue_summary
 from core import (
     BadInput,
     Service,
@@ -32,7 +33,7 @@ from core import (
 from .files import Attachments, kind
 from .permissions import Permissions
 from .progress import ProgressNotice
-from .render import code, describe_report, place_note, render_documents, shown_text, text_messages
+from .render import code, describe_report, place_note, render_documents, shown_text, status_text, text_messages
 from .replies import Replier
 from .routing import AUTOINDEX, home_channel, scope_for
 from .settings import DiscordSettings
@@ -96,6 +97,16 @@ class DiscordCommands:
         async with Replier(interaction) as replier:
             scope = _scope(interaction)
             await replier.send_all(render_documents(await self.service.documents(scope), scope))
+
+    async def status(self, interaction: discord.Interaction) -> None:
+        """What this channel searches, the indexing under way with its progress (any process's), the jobs
+        waiting, the workers alive and the watched addresses."""
+        await interaction.response.defer(thinking=True)
+        async with Replier(interaction) as replier:
+            scope = _scope(interaction)
+            documents = await self.service.documents(scope)
+            queue = await queue_summary(self.settings, scope)
+            await replier.send_all(text_messages(status_text(documents, queue)))
 
     async def scope(self, interaction: discord.Interaction, document: str, where: str) -> None:
         """Make a document this channel's only, or the whole server's."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import discord
@@ -127,6 +128,23 @@ class Rendered:
 
 def split_text(text: str, limit: int = MAX_CONTENT) -> list[str]:
     return split_pieces(text, limit)
+
+
+def status_text(documents: Sequence[Document], queue: dict | None) -> str:
+    """/status: the documents searched here, and (where jobs were ever queued) the indexing under way,
+    the jobs waiting, the workers alive and the watched addresses, each as bot/job_worker.queue_summary
+    says them."""
+    pages = sum(d.page_count for d in documents)
+    lines = [f"**Documents searched here:** {len(documents)} ({pages} pages)"]
+    if queue is not None:
+        running = "; ".join(queue["jobs_running"]) or "nothing"
+        lines += [
+            f"**Indexing now:** {shown_text(running)}",
+            f"**Jobs waiting:** {queue['jobs_queued']} · **indexing workers alive:** {len(queue['workers'])}",
+        ]
+        lines += [f"⚠️ Failed lately: {shown_text(line)}" for line in queue["jobs_failed_lately"]]
+        lines += [f"**Kept current:** {shown_text(line)}" for line in queue["sources"]]
+    return "\n".join(lines)
 
 
 def text_messages(text: str) -> list[Outgoing]:

@@ -750,7 +750,7 @@ async def test_client_registers_commands_without_connecting(store):
         await client.add_cogs()  # what setup_hook does before syncing the tree
         commands = {c.name: c for c in client.tree.get_commands()}
         admin = ("index", "remove", "scope", "indexing", "watch", "unwatch", "autoindex")
-        assert set(commands) == {"ask", "reindex", "docs", *admin}
+        assert set(commands) == {"ask", "reindex", "docs", "status", *admin}
         assert all(commands[name].default_permissions.manage_guild for name in admin)
         assert [c.value for c in commands["scope"].parameters[1].choices] == ["channel", "workspace"]
         assert commands["ask"].default_permissions is None
@@ -1327,3 +1327,31 @@ async def test_autoindex_indexes_pdfs_shared_in_that_channel_for_that_channel(st
     )
     await h.questions.on_message(elsewhere)
     assert len(service.indexed) == 1  # another channel of the server: off there
+
+
+async def test_status_shows_the_indexing_under_way_in_any_process_and_nothing_of_other_servers(store, tmp_path):
+    import time
+
+    from core import job_queue, new_jobs
+
+    settings = Settings(index_dir=tmp_path / "index")
+    h = Handlers(FakeService(), store, settings, lambda: make_me())
+    guild = make_guild(GUILD_A)
+    queue = await job_queue(settings).open()
+    try:  # another process's worker halfway through this server's upload; another server's job waiting
+        _, mine = new_jobs(["manual.pdf"], f"discord:{GUILD_A}", kind="upload")
+        _, theirs = new_jobs(["plans <@&1>.pdf"], "discord:9999", kind="upload")
+        await queue.add(mine + theirs, {j.id: b"%PDF" for j in mine + theirs})
+        job = await queue.take("host-b:77:abc", 60, batch=mine[0].batch)
+        progress = {"stage": "embed", "done": 10, "total": 40, "since": time.time() - 5}
+        await queue.renew(job.id, "host-b:77:abc", 60, progress)
+        await queue.beat("host-b:77:abc", time.time())
+    finally:
+        await queue.close()
+    inter = make_interaction(guild)
+    await h.commands.status(inter)
+    text = all_text(inter.followup.send)
+    assert "**Documents searched here:** 1 (2 pages)" in text
+    assert "manual.pdf (embed 10/40, 2.0/s, about 15 s left)" in text, text
+    assert "**Jobs waiting:** 0 · **indexing workers alive:** 1" in text
+    assert "plans" not in text and "host-b" not in text
