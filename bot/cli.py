@@ -63,7 +63,7 @@ async def cmd_index(args) -> int:
     settings = _settings(args, existing=False)
     async with Service(settings) as service:
         # Queued as jobs and worked on here; any `pixelrag worker` running meanwhile helps.
-        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s)
+        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s, ends_with_asker=True)
         report = await requests.index(located(sources), titles=args.title or (), progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)
@@ -72,7 +72,7 @@ async def cmd_index(args) -> int:
 async def cmd_reindex(args) -> int:
     settings = _settings(args)
     async with Service(settings) as service:
-        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s)
+        requests = IndexRequests(service, work_here=True, lease_s=settings.job_lease_s, ends_with_asker=True)
         report = await requests.reindex(args.scope, args.document, progress=ProgressBar())
     print_report(report, args.json)
     return exit_code(report)

@@ -293,6 +293,10 @@ class JobQueue(Protocol):
         """The jobs of requests from `platform`'s threads that all ended before `ended_before` and that
         nobody has told yet (the process that asked died meanwhile)."""
 
+    async def cancel(self, batch: str, outcome: str) -> int:
+        """End the batch's jobs not yet ended as failed with `outcome` (their holders can no longer end
+        them); how many."""
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         """The right to tell the thread that asked for `batch` how it ended: True for one caller only."""
 

@@ -175,6 +175,16 @@ class EmbeddedJobs:
         ) as cursor:
             return [job_of_row(row) for row in await cursor.fetchall()]
 
+    async def cancel(self, batch: str, outcome: str) -> int:
+        db = await self._conn()
+        cursor = await db.execute(
+            "UPDATE jobs SET state = 'failed', outcome = ?, finished = ?, lease_until = 0 WHERE batch = ?"
+            " AND state IN ('queued', 'running')",
+            (outcome, time.time(), batch),
+        )
+        await db.execute("DELETE FROM uploads WHERE job_id IN (SELECT id FROM jobs WHERE batch = ?)", (batch,))
+        return cursor.rowcount
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         db = await self._conn()
         cursor = await db.execute("UPDATE jobs SET told = ? WHERE batch = ? AND told = 0", (now, batch))

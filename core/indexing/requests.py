@@ -27,9 +27,12 @@ ERRORS: dict[str, type[PixelragError]] = {e.__name__: e for e in (BadInput, Busy
 class IndexRequests:
     """Each request opens the queue and lets go of it when it ends: a bot holds no connection between."""
 
-    def __init__(self, service: Service, *, work_here: bool, lease_s: float):
+    def __init__(self, service: Service, *, work_here: bool, lease_s: float, ends_with_asker: bool = False):
+        """`ends_with_asker`: a command line's request, whose jobs not yet done end when the command is
+        interrupted (Ctrl-C). A chat's request outlives its process: another worker finishes it."""
         self.service = service
         self.work_here, self.lease_s = work_here, lease_s
+        self.ends_with_asker = ends_with_asker
 
     async def index(
         self,
@@ -78,6 +81,10 @@ class IndexRequests:
                 report = await self.follow(queue, jobs[0].batch, progress)
             except PixelragError:
                 await _told(queue, jobs[0])
+                raise
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                if self.ends_with_asker:
+                    await queue.cancel(jobs[0].batch, "cancelled: the command that asked for it was interrupted")
                 raise
             await _told(queue, jobs[0])
             return report

@@ -110,6 +110,18 @@ class PostgresJobs:
         )
         return [job_of_row(row) for row in rows]
 
+    async def cancel(self, batch: str, outcome: str) -> int:
+        count = await self._run(
+            "UPDATE pixelrag_index_jobs SET state = 'failed', outcome = %s, finished = %s, lease_until = 0"
+            " WHERE batch = %s AND state IN ('queued', 'running')",
+            (outcome, time.time(), batch),
+        )
+        await self._run(
+            "DELETE FROM pixelrag_index_uploads WHERE job_id IN (SELECT id FROM pixelrag_index_jobs WHERE batch = %s)",
+            (batch,),
+        )
+        return count
+
     async def claim_telling(self, batch: str, now: float) -> bool:
         count = await self._run("UPDATE pixelrag_index_jobs SET told = %s WHERE batch = %s AND told = 0", (now, batch))
         return count > 0

@@ -182,7 +182,9 @@ async def test_appends_slack_rate_limits_are_sent_later_in_the_same_stream(make_
         event, _ = await harness.mention("What is the X200 weight?")
         await harness.bot.drain()
     [message] = fake.streams(event["ts"])
-    assert fake.rate_limited >= 5 and message["stream"]["state"] == "stopped"
+    # At least one append outlasted the client's 3 attempts. What was refused goes with a later append or,
+    # when the answer is complete by then (a busy machine), with chat.stopStream: either way, all of it.
+    assert fake.rate_limited >= 3 and message["stream"]["state"] == "stopped"
     assert message["stream"]["markdown"] == TABLE_ANSWER and not fake.posts(event["ts"])
 
 

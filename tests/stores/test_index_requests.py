@@ -141,3 +141,29 @@ async def test_a_request_whose_process_died_is_told_once_by_another(service, set
         assert await told_later(queue, "slack") == []  # once
     finally:
         await queue.close()
+
+
+async def test_an_interrupted_command_ends_its_jobs_and_a_chats_request_outlives_its_process(service, tmp_path):
+    manual = text_pdf(tmp_path / "manual.pdf", [f"Gear G{n} torque {n} Nm." for n in range(1, 41)])
+    relay = text_pdf(tmp_path / "relay.pdf", ["Relay R200 switches 16 A."])
+    command = IndexRequests(service, work_here=True, lease_s=4, ends_with_asker=True)
+    asked = asyncio.create_task(command.index([str(manual), str(relay)]))
+    for _ in range(300):  # interrupted while it works on the first
+        await asyncio.sleep(0.02)
+        if any(j.state == "running" for j in await queued(service.settings)):
+            break
+    asked.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked
+    ended = await queued(service.settings)
+    assert [(j.state, j.outcome) for j in ended] == [
+        ("failed", "cancelled: the command that asked for it was interrupted")
+    ] * 2
+    assert await service.all_documents() == []  # no worker takes them up later
+
+    chat = asyncio.create_task(requests(service, work_here=False).index([str(relay)], scope="slack:T1"))
+    await asyncio.sleep(0.3)
+    chat.cancel()  # the chat process stops: its request stays queued for the workers
+    with pytest.raises(asyncio.CancelledError):
+        await chat
+    assert (await queued(service.settings))[-1].state == "queued"
