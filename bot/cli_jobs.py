@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from core import SHARED_SCOPE, BadInput, Service, Settings, hide_credentials, is_url
+from core import SHARED_SCOPE, BadInput, Service, Settings, hide_credentials, is_url, shown_source
 
 from .cli_settings import settings_of as _settings
 from .terminal import printable
@@ -40,9 +40,9 @@ async def queue_index(settings, sources: list[str], titles, as_json: bool) -> in
     finally:
         await queue.close()
     if as_json:
-        print(json.dumps({"batch": batch, "jobs": [{"id": j.id, "source": j.source} for j in jobs]}, indent=2))
+        print(json.dumps({"batch": batch, "jobs": [{"id": j.id, "source": shown_source(j)} for j in jobs]}, indent=2))
     else:
-        print("\n".join(f"queued: {j.id} {printable(hide_credentials(j.source))}" for j in jobs))
+        print("\n".join(f"queued: {j.id} {printable(shown_source(j))}" for j in jobs))
         print(f"{len(jobs)} job(s) queued; `pixelrag worker` does them, `pixelrag jobs` shows them.")
     return 0
 
@@ -169,6 +169,6 @@ async def cmd_jobs(args) -> int:
         )
         held = f" by {j.worker}" if j.state == "running" else ""
         ended = f": {j.outcome}" if j.outcome else ""
-        print(printable(f"{j.id}\t{j.state}{held}{doing}\t{hide_credentials(j.source)}{ended}"))
+        print(printable(f"{j.id}\t{j.state}{held}{doing}\t{shown_source(j)}{ended}"))
     print(f"{len(jobs)} job(s); workers alive: {', '.join(w for w, _ in workers) or 'none'}")
     return 0

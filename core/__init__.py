@@ -31,7 +31,7 @@ from .indexing.queue_status import queue_status
 from .indexing.requests import IndexRequests, told_later
 from .indexing.sources import hide_credentials, is_url, looks_like_pdf
 from .indexing.watching import failing_to_tell, new_source, schedule_seconds, unwatch, watch_address, watched_named
-from .indexing.worker import Worker, job_runner, new_jobs
+from .indexing.worker import Worker, job_runner, new_jobs, shown_source
 from .links import LinkRefused
 from .markup import literal
 from .metrics import watch_loop_lag
@@ -153,6 +153,7 @@ __all__ = [
     "rate_answer",
     "revoke_key",
     "schedule_seconds",
+    "shown_source",
     "tenant",
     "thread_memory",
     "told_later",

@@ -9,6 +9,7 @@ from pathlib import PurePath
 from ..ports import JobQueue
 from ..scopes import visible_scopes
 from .sources import hide_credentials, is_url
+from .worker import shown_source
 
 ALIVE_S = 120.0  # a worker beats at least every quarter lease and every poll; two minutes of silence: gone
 FAILED_S = 24 * 3600.0
@@ -24,11 +25,11 @@ async def queue_status(queue: JobQueue, scope: str | None = None) -> dict:
     def running(job) -> str:
         doing = progress_said(job.progress, now)
         if scope is None:
-            return f"{job.kind} {hide_credentials(job.source)} ({job.scope}{doing}) by {job.worker}"
+            return f"{job.kind} {shown_source(job)} ({job.scope}{doing}) by {job.worker}"
         # A chat is shown what is being indexed, not the machines doing it nor the operator's paths.
-        what = job.source if job.kind == "upload" else hide_credentials(job.source)
+        what = shown_source(job)
         if job.kind == "index" and not is_url(job.source):
-            what = PurePath(job.source).name
+            what = PurePath(what).name
         elif job.kind == "reindex":
             what = f"re-indexing {job.source or 'every document'}"
         elif job.kind == "check":
@@ -45,9 +46,7 @@ async def queue_status(queue: JobQueue, scope: str | None = None) -> dict:
     return {
         "jobs_queued": sum(j.state == "queued" for j in jobs),
         "jobs_running": [running(j) for j in jobs if j.state == "running"],
-        "jobs_failed_lately": [
-            f"{j.kind} {hide_credentials(j.source)}: {j.outcome}" for j in jobs if j.state == "failed"
-        ],
+        "jobs_failed_lately": [f"{j.kind} {shown_source(j)}: {j.outcome}" for j in jobs if j.state == "failed"],
         "workers": [name for name, _ in await queue.workers(now - ALIVE_S)],
         "sources": [source_line(s) for s in sources],
     }

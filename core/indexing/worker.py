@@ -17,12 +17,14 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BadInput, PixelragError
 from ..metrics import JOB_SECONDS, JOBS, JOBS_WAITING
 from ..ports import JobQueue
 from ..records import Document, IndexReport, Job, Progress
+from .sources import hide_credentials, readable_path
 
 if TYPE_CHECKING:
     from ..service import Service
@@ -77,6 +79,12 @@ def source_of(job: Job) -> str:
     if job.source.startswith(FS_BYTES):
         return os.fsdecode(bytes.fromhex(job.source.removeprefix(FS_BYTES)))
     return job.source
+
+
+def shown_source(job: Job) -> str:
+    """What the job names, as text to show: a name that is not UTF-8 with U+FFFD for its odd bytes, an
+    address without its credentials."""
+    return hide_credentials(readable_path(Path(source_of(job))) if job.source.startswith(FS_BYTES) else job.source)
 
 
 def worker_name() -> str:

@@ -58,3 +58,23 @@ async def test_due_sources_get_one_check_job_each(tmp_path):
         assert [(j.kind, j.source) for j in await queue.jobs()] == [("check", "due")]
     finally:
         await queue.close()
+
+
+async def test_a_path_that_is_not_utf8_is_kept_as_it_is_and_shown_readably(tmp_path):
+    import os
+
+    from core import queue_status, shown_source
+    from core.indexing.worker import source_of
+
+    odd = os.fsdecode(b"/srv/manuals/caf\xe9.pdf")  # Latin-1 bytes in a name: a lone surrogate in Python
+    queue = await EmbeddedJobs(tmp_path / "jobs.sqlite").open()
+    try:
+        _, jobs = new_jobs([odd], "shared")
+        await queue.add(jobs)
+        held = await queue.take("w", 30)
+        assert source_of(held) == odd  # what the worker opens: the very file
+        assert shown_source(held) == "/srv/manuals/caf\ufffd.pdf"
+        assert (await queue_status(queue))["jobs_running"] == ["index /srv/manuals/caf\ufffd.pdf (shared) by w"]
+        assert (await queue_status(queue, "slack:T1"))["jobs_running"] == ["caf\ufffd.pdf"]  # no path, no host
+    finally:
+        await queue.close()
