@@ -7,6 +7,7 @@ IndexReport of them all, as a build in this process would."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from ..ports import JobQueue
 from ..records import SHARED_SCOPE, IndexReport, Job, Progress
 from ..storage import job_queue
 from .indexer import ProgressFn, check_titles
-from .worker import POLL_S, Worker, job_runner, new_jobs, report_of
+from .worker import POLL_S, Worker, job_runner, new_jobs, report_of, shown_source
 
 if TYPE_CHECKING:
     from ..service import Service
@@ -33,6 +34,8 @@ class IndexRequests:
         self.service = service
         self.work_here, self.lease_s = work_here, lease_s
         self.ends_with_asker = ends_with_asker
+        self._queuing = asyncio.Lock()
+        self._following: set[tuple[str, str, str]] = set()  # (kind, scope, source) of requests under way here
 
     async def index(
         self,
@@ -73,12 +76,27 @@ class IndexRequests:
     async def asked(
         self, jobs: Sequence[Job], progress: ProgressFn | None, uploads: Mapping[str, bytes] | None = None
     ) -> IndexReport:
-        """The jobs queued, then followed to their end."""
+        """The jobs queued, then followed to their end. A PDF that another request of this process is
+        following, or that a live worker is indexing, is not queued again: it is said to be under way
+        (Busy when nothing is left). A queued or abandoned job for it does not count: it may wait for a
+        worker that never comes, and a second build of the same PDF finds it up to date."""
         queue = await job_queue(self.service.settings).open()
+        mine: set[tuple[str, str, str]] = set()
         try:
-            await queue.add(jobs, uploads)
+            async with self._queuing:  # two requests at once for the same PDF: the second sees the first's
+                now = time.time()
+                running = {_key(j) for j in await queue.jobs(since=now) if not _lapsed(j) and j.state == "running"}
+                busy = [j for j in jobs if _key(j) in running | self._following]
+                jobs = [j for j in jobs if j not in busy]
+                if not jobs:
+                    raise Busy(_busy_message(busy))
+                await queue.add(jobs, {k: v for k, v in (uploads or {}).items() if any(j.id == k for j in jobs)})
+                mine = {_key(j) for j in jobs} - self._following
+                self._following |= mine
             try:
                 report = await self.follow(queue, jobs[0].batch, progress)
+                if busy:
+                    report = dataclasses.replace(report, skipped=report.skipped + (_busy_message(busy),))
             except PixelragError:
                 await _told(queue, jobs[0])
                 raise
@@ -89,6 +107,7 @@ class IndexRequests:
             await _told(queue, jobs[0])
             return report
         finally:
+            self._following -= mine
             await queue.close()
 
     async def follow(self, queue: JobQueue, batch: str, progress: ProgressFn | None) -> IndexReport:
@@ -112,11 +131,20 @@ class IndexRequests:
             await asyncio.sleep(POLL_S)
 
 
+def _busy_message(jobs: Sequence[Job]) -> str:
+    names = ", ".join(shown_source(j) for j in jobs)
+    return f"{names} is already being indexed; you will see its summary when it is done."
+
+
 async def _told(queue: JobQueue, job: Job) -> None:
     """The caller tells the thread how its request ended: no other process is to (told_later). A process
     stopped while following its request gets here not at all."""
     if job.notify:
         await queue.claim_telling(job.batch, time.time())
+
+
+def _key(job: Job) -> tuple[str, str, str]:
+    return (job.kind, job.scope, job.source)
 
 
 def _lapsed(job: Job) -> bool:

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from core import BadInput, IndexRequests, Progress, Service, Settings, Worker, job_queue, job_runner, told_later
+from core import (
+    BadInput,
+    IndexRequests,
+    Progress,
+    Service,
+    Settings,
+    Worker,
+    job_queue,
+    job_runner,
+    new_jobs,
+    told_later,
+)
 from core.records import Job
 from tests.conftest import text_pdf
 
@@ -167,3 +178,25 @@ async def test_an_interrupted_command_ends_its_jobs_and_a_chats_request_outlives
     with pytest.raises(asyncio.CancelledError):
         await chat
     assert (await queued(service.settings))[-1].state == "queued"
+
+
+async def test_the_same_pdf_asked_twice_at_once_is_indexed_once_and_a_stale_job_blocks_nothing(service, tmp_path):
+    from core import Busy
+
+    manual = text_pdf(tmp_path / "manual.pdf", [f"Gear G{n} torque {n} Nm." for n in range(1, 21)])
+    asking = requests(service)
+    one, other = await asyncio.gather(*(asking.index([str(manual)]) for _ in range(2)), return_exceptions=True)
+    [refused] = [r for r in (one, other) if isinstance(r, Busy)]  # whichever came second
+    [report] = [r for r in (one, other) if not isinstance(r, BaseException)]
+    assert "manual.pdf is already being indexed" in str(refused)
+    assert [d.title for d in report.documents] == ["manual.pdf"]
+    assert len(await queued(service.settings)) == 1  # the second was not queued
+
+    # A job queued by a command killed with SIGKILL (never taken) blocks nothing: the PDF is up to date.
+    queue = await job_queue(service.settings).open()
+    try:
+        await queue.add(new_jobs([str(manual)], "shared")[1])
+    finally:
+        await queue.close()
+    again = await requests(service).index([str(manual)])
+    assert [d.title for d in again.unchanged] == ["manual.pdf"]
