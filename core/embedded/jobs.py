@@ -45,6 +45,8 @@ COLUMNS = (
     "id, source, scope, title, kind, batch, state, worker, lease_until, attempts, created, finished, progress, outcome,"
     " result, notify, told"
 )
+OPEN_ATTEMPTS = 50  # another process opening the file at once holds it for a moment
+
 # Added after the first release of the table: a file made then gets them on opening.
 ADDED = {
     "result": "TEXT NOT NULL DEFAULT '{}'",
@@ -67,8 +69,15 @@ class EmbeddedJobs:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = await aiosqlite.connect(self.path, timeout=30, isolation_level=None)
                 try:
-                    await db.execute("PRAGMA journal_mode=WAL")
-                    await _create(db)
+                    for attempt in range(OPEN_ATTEMPTS):
+                        try:  # the journal mode's change is not waited for like a lock: tried again
+                            await db.execute("PRAGMA journal_mode=WAL")
+                            await _create(db)
+                            break
+                        except sqlite3.OperationalError as exc:
+                            if "locked" not in str(exc) or attempt == OPEN_ATTEMPTS - 1:
+                                raise
+                            await asyncio.sleep(0.1)
                 except sqlite3.DatabaseError as exc:
                     await db.close()
                     raise IndexProblem(f"{self.path}: the job queue cannot be used ({exc}).") from None

@@ -185,11 +185,12 @@ async def test_the_same_pdf_asked_twice_at_once_is_indexed_once_and_a_stale_job_
 
     manual = text_pdf(tmp_path / "manual.pdf", [f"Gear G{n} torque {n} Nm." for n in range(1, 21)])
     asking = requests(service)
-    one, other = await asyncio.gather(*(asking.index([str(manual)]) for _ in range(2)), return_exceptions=True)
-    [refused] = [r for r in (one, other) if isinstance(r, Busy)]  # whichever came second
-    [report] = [r for r in (one, other) if not isinstance(r, BaseException)]
-    assert "manual.pdf is already being indexed" in str(refused)
-    assert [d.title for d in report.documents] == ["manual.pdf"]
+    under_way = asyncio.Event()
+    first = asyncio.create_task(asking.index([str(manual)], progress=lambda p: under_way.set()))
+    await asyncio.wait_for(under_way.wait(), 60)  # the first is being indexed
+    with pytest.raises(Busy, match="manual.pdf is already being indexed"):
+        await asking.index([str(manual)])
+    assert [d.title for d in (await first).documents] == ["manual.pdf"]
     assert len(await queued(service.settings)) == 1  # the second was not queued
 
     # A job queued by a command killed with SIGKILL (never taken) blocks nothing: the PDF is up to date.
