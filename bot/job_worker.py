@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from core import (
+    JobQueue,
     PixelragError,
     Service,
     Settings,
@@ -111,39 +112,38 @@ async def _telling(
 
 async def tell_failing(settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]) -> int:
     """Tell each channel of `platform` whose watched source has failed for a day, once; how many were."""
-    queue = existing_job_queue(settings)
-    if queue is None:
-        return 0
-    told = 0
-    try:
-        for source in await failing_to_tell(await queue.open(), platform):
-            try:
-                await post(source.notify.split(":", 2)[2], failing_text(source))
-                told += 1
-            except Exception as exc:  # the channel gone, the bot removed from it: logged, not retried
-                log.warning("could not tell %s that %s keeps failing: %s", source.notify, source.id, exc)
-    except PixelragError as exc:
-        log.warning("watched sources not looked at: %s", exc)
-    finally:
-        await queue.close()
-    return told
+
+    async def found(queue: JobQueue) -> list[tuple[str, str]]:
+        return [(s.notify.split(":", 2)[2], failing_text(s)) for s in await failing_to_tell(queue, platform)]
+
+    return await _tell(settings, found, post, "that its watched source keeps failing")
 
 
 async def tell_ended(settings: Settings, platform: str, post: Callable[[str, str], Awaitable[None]]) -> int:
     """Tell each thread of `platform` whose indexing request ended untold (core.told_later); how many."""
+    return await _tell(settings, lambda queue: told_later(queue, platform), post, "that its indexing ended")
+
+
+async def _tell(
+    settings: Settings,
+    found: Callable[[JobQueue], Awaitable[list[tuple[str, str]]]],
+    post: Callable[[str, str], Awaitable[None]],
+    what: str,
+) -> int:
+    """Post each (where, text) `found` in the job queue (already marked told there); how many were."""
     queue = existing_job_queue(settings)
     if queue is None:
         return 0
     told = 0
     try:
-        for where, text in await told_later(await queue.open(), platform):
+        for where, text in await found(await queue.open()):
             try:
                 await post(where, text)
                 told += 1
             except Exception as exc:  # the channel gone, the bot removed from it: logged, not retried
-                log.warning("could not tell %s that its indexing ended: %s", where, exc)
+                log.warning("could not tell %s %s: %s", where, what, exc)
     except PixelragError as exc:
-        log.warning("ended indexing requests not looked at: %s", exc)
+        log.warning("nothing told %s: %s", what, exc)
     finally:
         await queue.close()
     return told

@@ -36,7 +36,7 @@ from .links import LinkRefused
 from .markup import literal
 from .metrics import watch_loop_lag
 from .page_viewer import LinkChanged, PageView
-from .ports import ThreadMemory
+from .ports import JobQueue, ThreadMemory
 from .postgres.from_folder import migrate_index, migrate_threads
 from .question_ids import QUESTION_ID
 from .records import (
@@ -90,6 +90,7 @@ __all__ = [
     "GapQuestion",
     "IndexReport",
     "IndexRequests",
+    "JobQueue",
     "LimitReached",
     "LinkChanged",
     "LinkRefused",
